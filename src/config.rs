@@ -1,0 +1,31 @@
+//! One struct for every knob of a run.
+
+use crate::load::TargetSpec;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `.c`, `.bc` or `.ll`.
+    pub input: PathBuf,
+    /// The function whose parameters are the inputs.
+    pub function: String,
+    pub target: TargetSpec,
+    /// Wall-clock budget for the whole run.
+    pub timeout: Duration,
+    /// Bound on backbones enumerated per program or loop; hitting it is reported and forbids an
+    /// `unreachable` verdict.
+    pub max_backbones: usize,
+}
+
+impl Config {
+    pub fn new(input: impl Into<PathBuf>, function: impl Into<String>, target: TargetSpec) -> Self {
+        Config {
+            input: input.into(),
+            function: function.into(),
+            target,
+            timeout: Duration::from_secs(60),
+            max_backbones: 4096,
+        }
+    }
+}

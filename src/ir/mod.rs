@@ -1,0 +1,347 @@
+//! The owned, LLVM-independent program model.
+//!
+//! Everything after [`crate::load`] works on these types, never on inkwell values: they have no
+//! lifetimes, can be built by hand in unit tests, and say only what the analysis needs. Aggregates
+//! are gone: `getelementptr` is lowered to byte arithmetic ([`InstKind::PtrOffset`]) using the
+//! module's data layout, so memory is a flat sequence of bytes per object.
+
+use std::fmt;
+
+/// An SSA value of the analysed function: a parameter or an instruction result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ValueId(pub u32);
+
+/// A basic block of the analysed function (index into [`Function::blocks`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlockId(pub u32);
+
+/// A global variable of the module (index into [`Program::globals`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GlobalId(pub u32);
+
+impl BlockId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The types the analysis distinguishes. Integers carry their LLVM width; `i1` is `Int(1)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    Int(u32),
+    Ptr,
+    Void,
+    /// Anything else (floating point, vectors, aggregates held in registers): opaque to the analysis.
+    Other(String),
+}
+
+impl Ty {
+    pub fn int_width(&self) -> Option<u32> {
+        match self {
+            Ty::Int(w) => Some(*w),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Int(w) => write!(f, "i{w}"),
+            Ty::Ptr => write!(f, "ptr"),
+            Ty::Void => write!(f, "void"),
+            Ty::Other(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// An instruction operand.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Operand {
+    Value(ValueId),
+    /// An integer constant of the given width (at most 64 bits), zero-extended into `value`.
+    Int { width: u32, value: u64 },
+    /// The address of a global plus a constant byte offset.
+    Global { id: GlobalId, offset: i64 },
+    /// The address of a function (for indirect calls or function pointers in data).
+    Function(String),
+    Null,
+    /// `undef` or `poison`: any value of the type.
+    Undef(Ty),
+    /// A constant the loader cannot represent (float constants, exotic constant expressions).
+    Unknown(Ty),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    UDiv,
+    SDiv,
+    URem,
+    SRem,
+    Shl,
+    LShr,
+    AShr,
+    And,
+    Or,
+    Xor,
+}
+
+impl BinOp {
+    pub fn llvm_name(self) -> &'static str {
+        use BinOp::*;
+        match self {
+            Add => "add",
+            Sub => "sub",
+            Mul => "mul",
+            UDiv => "udiv",
+            SDiv => "sdiv",
+            URem => "urem",
+            SRem => "srem",
+            Shl => "shl",
+            LShr => "lshr",
+            AShr => "ashr",
+            And => "and",
+            Or => "or",
+            Xor => "xor",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IntPredicate {
+    Eq,
+    Ne,
+    Ugt,
+    Uge,
+    Ult,
+    Ule,
+    Sgt,
+    Sge,
+    Slt,
+    Sle,
+}
+
+impl IntPredicate {
+    pub fn negate(self) -> Self {
+        use IntPredicate::*;
+        match self {
+            Eq => Ne,
+            Ne => Eq,
+            Ugt => Ule,
+            Uge => Ult,
+            Ult => Uge,
+            Ule => Ugt,
+            Sgt => Sle,
+            Sge => Slt,
+            Slt => Sge,
+            Sle => Sgt,
+        }
+    }
+    pub fn llvm_name(self) -> &'static str {
+        use IntPredicate::*;
+        match self {
+            Eq => "eq",
+            Ne => "ne",
+            Ugt => "ugt",
+            Uge => "uge",
+            Ult => "ult",
+            Ule => "ule",
+            Sgt => "sgt",
+            Sge => "sge",
+            Slt => "slt",
+            Sle => "sle",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CastOp {
+    ZExt,
+    SExt,
+    Trunc,
+    PtrToInt,
+    IntToPtr,
+    /// `bitcast` and `addrspacecast` between types the analysis treats alike.
+    BitCast,
+}
+
+/// The called function of a call instruction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Callee {
+    /// A direct call by name. After normalisation the body is not in the analysed function:
+    /// it is external, recursive, or the `--call` target function.
+    Direct(String),
+    /// A call through a function pointer.
+    Indirect(Operand),
+    /// Inline assembly: never interpreted.
+    InlineAsm,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InstKind {
+    Binary { op: BinOp, lhs: Operand, rhs: Operand },
+    ICmp { pred: IntPredicate, lhs: Operand, rhs: Operand },
+    Select { cond: Operand, then_val: Operand, else_val: Operand },
+    Cast { op: CastOp, val: Operand },
+    /// Incoming value per predecessor block.
+    Phi { incoming: Vec<(BlockId, Operand)> },
+    /// A fresh stack object of `elem_size * count` bytes.
+    Alloca { elem_size: u64, count: Operand },
+    Load { ptr: Operand },
+    Store { ptr: Operand, val: Operand, width: u32 },
+    /// `getelementptr`, lowered: `base + const_offset + Σ index·scale` bytes.
+    PtrOffset { base: Operand, const_offset: i64, terms: Vec<(Operand, i64)> },
+    Call { callee: Callee, args: Vec<Operand> },
+    /// An instruction the IR cannot represent (floating point, atomics, vector ops, ...).
+    /// Kept, never dropped, so later stages make its result unknown (⋆).
+    Unknown { opcode: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inst {
+    /// The SSA value this instruction defines, if it produces one.
+    pub result: Option<ValueId>,
+    pub ty: Ty,
+    pub kind: InstKind,
+    /// Source line from debug info (`-g`).
+    pub line: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Terminator {
+    Jump(BlockId),
+    Branch { cond: Operand, then_bb: BlockId, else_bb: BlockId },
+    Switch { value: Operand, default: BlockId, cases: Vec<(u64, BlockId)> },
+    Return(Option<Operand>),
+    Unreachable,
+    /// `indirectbr`, `invoke`, `callbr`, ...: successors listed, condition unknown.
+    Unknown { opcode: String, succs: Vec<BlockId> },
+}
+
+impl Terminator {
+    /// Successor blocks in order, possibly with repetitions (a switch may jump to one block twice).
+    pub fn successors(&self) -> Vec<BlockId> {
+        match self {
+            Terminator::Jump(b) => vec![*b],
+            Terminator::Branch { then_bb, else_bb, .. } => vec![*then_bb, *else_bb],
+            Terminator::Switch { default, cases, .. } => {
+                let mut v = vec![*default];
+                v.extend(cases.iter().map(|(_, b)| *b));
+                v
+            }
+            Terminator::Return(_) | Terminator::Unreachable => vec![],
+            Terminator::Unknown { succs, .. } => succs.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub id: BlockId,
+    /// The IR label (`if.then`, `for.cond`, ...).
+    pub label: String,
+    pub insts: Vec<Inst>,
+    pub term: Terminator,
+    /// `Some(k)` when this block is (a copy of) the k-th requested target: entering it is reaching it.
+    pub target: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub value: ValueId,
+    pub name: String,
+    pub ty: Ty,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Function {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub ret: Ty,
+    /// `blocks[0]` is the entry block.
+    pub blocks: Vec<Block>,
+    /// The type of every SSA value, indexed by `ValueId`.
+    pub value_types: Vec<Ty>,
+    /// Human-readable names of SSA values (from IR names or `instnamer`), indexed by `ValueId`.
+    pub value_names: Vec<String>,
+}
+
+impl Function {
+    pub fn entry(&self) -> BlockId {
+        BlockId(0)
+    }
+    pub fn block(&self, id: BlockId) -> &Block {
+        &self.blocks[id.index()]
+    }
+    pub fn label(&self, id: BlockId) -> &str {
+        &self.blocks[id.index()].label
+    }
+    pub fn block_by_label(&self, label: &str) -> Option<BlockId> {
+        self.blocks.iter().find(|b| b.label == label).map(|b| b.id)
+    }
+    pub fn value_name(&self, v: ValueId) -> &str {
+        &self.value_names[v.0 as usize]
+    }
+    pub fn value_type(&self, v: ValueId) -> &Ty {
+        &self.value_types[v.0 as usize]
+    }
+    /// Blocks marked as targets.
+    pub fn target_blocks(&self) -> Vec<BlockId> {
+        self.blocks.iter().filter(|b| b.target.is_some()).map(|b| b.id).collect()
+    }
+}
+
+/// A global variable: its size and, when known, its initial bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Global {
+    pub id: GlobalId,
+    pub name: String,
+    pub size: u64,
+    /// Initial content byte by byte; `None` bytes are unknown (e.g. addresses of other objects),
+    /// and `init == None` means the whole content is unknown (external or too large).
+    pub init: Option<Vec<Option<u8>>>,
+    pub is_constant: bool,
+}
+
+/// What the analysis works on: the normalised `--function` with its targets marked, and the
+/// globals it refers to.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub function: Function,
+    pub globals: Vec<Global>,
+    /// Human descriptions of the requested targets, indexed by target number.
+    pub target_names: Vec<String>,
+}
+
+impl Program {
+    pub fn global(&self, id: GlobalId) -> &Global {
+        &self.globals[id.0 as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predicate_negation_is_an_involution() {
+        use IntPredicate::*;
+        for p in [Eq, Ne, Ugt, Uge, Ult, Ule, Sgt, Sge, Slt, Sle] {
+            assert_eq!(p.negate().negate(), p);
+            assert_ne!(p.negate(), p);
+        }
+    }
+
+    #[test]
+    fn switch_successors_keep_default_first() {
+        let t = Terminator::Switch {
+            value: Operand::Int { width: 32, value: 0 },
+            default: BlockId(3),
+            cases: vec![(1, BlockId(1)), (2, BlockId(2))],
+        };
+        assert_eq!(t.successors(), vec![BlockId(3), BlockId(1), BlockId(2)]);
+    }
+}

@@ -1,0 +1,16 @@
+//! apc-llvm: can execution reach this basic block, and with which input?
+//!
+//! The pipeline (see `ARCHITECTURE.md`):
+//! [`load`] → [`ir`] → [`cfg`] → symbolic execution and loop summaries → APC → solve → witness →
+//! replay → [`report`]. [`analysis::run`] drives it.
+
+pub mod analysis;
+pub mod cfg;
+pub mod config;
+pub mod error;
+pub mod ir;
+pub mod load;
+pub mod report;
+
+pub use config::Config;
+pub use error::{Error, Result};

@@ -1,0 +1,293 @@
+//! Thin, safe-looking wrappers over the LLVM-C API for what inkwell does not wrap or wraps with
+//! lifetimes that would leak into the lowering. All `unsafe` of the loader lives here; every
+//! function takes references obtained from a live inkwell `Module`, which outlives the calls.
+
+use llvm_sys::core::*;
+use llvm_sys::debuginfo::*;
+use llvm_sys::prelude::*;
+use llvm_sys::target::*;
+use llvm_sys::{LLVMOpcode, LLVMTypeKind};
+use std::ffi::CStr;
+
+pub type Value = LLVMValueRef;
+pub type Type = LLVMTypeRef;
+pub type Block = LLVMBasicBlockRef;
+
+fn cstr_to_string(ptr: *const std::os::raw::c_char, len: usize) -> String {
+    if ptr.is_null() {
+        return String::new();
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+pub fn value_name(v: Value) -> String {
+    let mut len = 0usize;
+    let p = unsafe { LLVMGetValueName2(v, &mut len) };
+    cstr_to_string(p, len)
+}
+
+pub fn block_name(b: Block) -> String {
+    let p = unsafe { LLVMGetBasicBlockName(b) };
+    if p.is_null() {
+        return String::new();
+    }
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+pub fn functions(m: LLVMModuleRef) -> Vec<Value> {
+    let mut out = vec![];
+    let mut f = unsafe { LLVMGetFirstFunction(m) };
+    while !f.is_null() {
+        out.push(f);
+        f = unsafe { LLVMGetNextFunction(f) };
+    }
+    out
+}
+
+
+pub fn is_declaration(f: Value) -> bool {
+    unsafe { LLVMIsDeclaration(f) != 0 }
+}
+
+pub fn blocks(f: Value) -> Vec<Block> {
+    let mut out = vec![];
+    let mut b = unsafe { LLVMGetFirstBasicBlock(f) };
+    while !b.is_null() {
+        out.push(b);
+        b = unsafe { LLVMGetNextBasicBlock(b) };
+    }
+    out
+}
+
+pub fn instructions(b: Block) -> Vec<Value> {
+    let mut out = vec![];
+    let mut i = unsafe { LLVMGetFirstInstruction(b) };
+    while !i.is_null() {
+        out.push(i);
+        i = unsafe { LLVMGetNextInstruction(i) };
+    }
+    out
+}
+
+pub fn params(f: Value) -> Vec<Value> {
+    let n = unsafe { LLVMCountParams(f) };
+    (0..n).map(|i| unsafe { LLVMGetParam(f, i) }).collect()
+}
+
+pub fn opcode(i: Value) -> LLVMOpcode {
+    unsafe { LLVMGetInstructionOpcode(i) }
+}
+
+pub fn num_operands(v: Value) -> u32 {
+    unsafe { LLVMGetNumOperands(v) as u32 }
+}
+
+pub fn operand(v: Value, i: u32) -> Value {
+    unsafe { LLVMGetOperand(v, i) }
+}
+
+pub fn type_of(v: Value) -> Type {
+    unsafe { LLVMTypeOf(v) }
+}
+
+pub fn type_kind(t: Type) -> LLVMTypeKind {
+    unsafe { LLVMGetTypeKind(t) }
+}
+
+pub fn int_width(t: Type) -> u32 {
+    unsafe { LLVMGetIntTypeWidth(t) }
+}
+
+pub fn type_string(t: Type) -> String {
+    let p = unsafe { LLVMPrintTypeToString(t) };
+    let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+    unsafe { LLVMDisposeMessage(p) };
+    s
+}
+
+pub fn function_return_type(f: Value) -> Type {
+    unsafe { LLVMGetReturnType(LLVMGlobalGetValueType(f)) }
+}
+
+pub fn global_value_type(g: Value) -> Type {
+    unsafe { LLVMGlobalGetValueType(g) }
+}
+
+pub fn element_type(t: Type) -> Type {
+    unsafe { LLVMGetElementType(t) }
+}
+
+pub fn array_length(t: Type) -> u64 {
+    unsafe { LLVMGetArrayLength2(t) }
+}
+
+pub fn struct_element_types(t: Type) -> Vec<Type> {
+    let n = unsafe { LLVMCountStructElementTypes(t) };
+    (0..n).map(|i| unsafe { LLVMStructGetTypeAtIndex(t, i) }).collect()
+}
+
+pub fn is_a_constant_int(v: Value) -> bool {
+    unsafe { !LLVMIsAConstantInt(v).is_null() }
+}
+pub fn is_a_global_variable(v: Value) -> bool {
+    unsafe { !LLVMIsAGlobalVariable(v).is_null() }
+}
+pub fn is_a_function(v: Value) -> bool {
+    unsafe { !LLVMIsAFunction(v).is_null() }
+}
+pub fn is_a_null_pointer(v: Value) -> bool {
+    unsafe { !LLVMIsAConstantPointerNull(v).is_null() }
+}
+pub fn is_a_undef(v: Value) -> bool {
+    unsafe { !LLVMIsAUndefValue(v).is_null() || !LLVMIsAPoisonValue(v).is_null() }
+}
+pub fn is_a_constant_expr(v: Value) -> bool {
+    unsafe { !LLVMIsAConstantExpr(v).is_null() }
+}
+pub fn is_a_aggregate_zero(v: Value) -> bool {
+    unsafe { !LLVMIsAConstantAggregateZero(v).is_null() }
+}
+pub fn is_a_inline_asm(v: Value) -> bool {
+    unsafe { !LLVMIsAInlineAsm(v).is_null() }
+}
+pub fn is_global_constant(g: Value) -> bool {
+    unsafe { LLVMIsGlobalConstant(g) != 0 }
+}
+
+pub fn const_expr_opcode(v: Value) -> LLVMOpcode {
+    unsafe { LLVMGetConstOpcode(v) }
+}
+
+/// Zero-extended value of a constant integer of at most 64 bits.
+pub fn const_int_zext(v: Value) -> u64 {
+    unsafe { LLVMConstIntGetZExtValue(v) }
+}
+
+pub fn initializer(g: Value) -> Option<Value> {
+    let v = unsafe { LLVMGetInitializer(g) };
+    (!v.is_null()).then_some(v)
+}
+
+pub fn aggregate_element(v: Value, i: u32) -> Option<Value> {
+    let e = unsafe { LLVMGetAggregateElement(v, i) };
+    (!e.is_null()).then_some(e)
+}
+
+
+pub fn successors(term: Value) -> Vec<Block> {
+    let n = unsafe { LLVMGetNumSuccessors(term) };
+    (0..n).map(|i| unsafe { LLVMGetSuccessor(term, i) }).collect()
+}
+
+pub fn condition(br: Value) -> Value {
+    unsafe { LLVMGetCondition(br) }
+}
+
+pub fn is_conditional(br: Value) -> bool {
+    unsafe { LLVMIsConditional(br) != 0 }
+}
+
+pub fn incoming(phi: Value) -> Vec<(Value, Block)> {
+    let n = unsafe { LLVMCountIncoming(phi) };
+    (0..n).map(|i| unsafe { (LLVMGetIncomingValue(phi, i), LLVMGetIncomingBlock(phi, i)) }).collect()
+}
+
+pub fn icmp_predicate(i: Value) -> llvm_sys::LLVMIntPredicate {
+    unsafe { LLVMGetICmpPredicate(i) }
+}
+
+pub fn called_value(call: Value) -> Value {
+    unsafe { LLVMGetCalledValue(call) }
+}
+
+pub fn call_arg_count(call: Value) -> u32 {
+    unsafe { LLVMGetNumArgOperands(call) }
+}
+
+pub fn gep_source_type(gep: Value) -> Type {
+    unsafe { LLVMGetGEPSourceElementType(gep) }
+}
+
+pub fn allocated_type(alloca: Value) -> Type {
+    unsafe { LLVMGetAllocatedType(alloca) }
+}
+
+/// Line of an instruction's debug location, if it has one.
+pub fn debug_line(i: Value) -> Option<u32> {
+    if unsafe { LLVMInstructionGetDebugLoc(i) }.is_null() {
+        return None;
+    }
+    let l = unsafe { LLVMGetDebugLocLine(i) };
+    (l > 0).then_some(l)
+}
+
+/// File name of an instruction's debug location.
+pub fn debug_file(i: Value) -> Option<String> {
+    if unsafe { LLVMInstructionGetDebugLoc(i) }.is_null() {
+        return None;
+    }
+    let mut len = 0u32;
+    let p = unsafe { LLVMGetDebugLocFilename(i, &mut len) };
+    (!p.is_null()).then(|| cstr_to_string(p, len as usize))
+}
+
+/// Size in bytes that an object of type `t` occupies in memory (including padding).
+pub fn alloc_size(td: LLVMTargetDataRef, t: Type) -> u64 {
+    unsafe { LLVMABISizeOfType(td, t) }
+}
+
+pub fn struct_offset(td: LLVMTargetDataRef, t: Type, field: u32) -> u64 {
+    unsafe { LLVMOffsetOfElement(td, t, field) }
+}
+
+pub fn module_target_data(m: LLVMModuleRef) -> LLVMTargetDataRef {
+    unsafe { LLVMGetModuleDataLayout(m) }
+}
+
+pub fn is_sized(t: Type) -> bool {
+    unsafe { LLVMTypeIsSized(t) != 0 }
+}
+
+/// Inserts `call void @marker(i32 id)` before the first non-phi instruction of `block`.
+pub fn insert_marker_call(m: LLVMModuleRef, marker: &str, block: Block, id: u32) {
+    unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let void = LLVMVoidTypeInContext(ctx);
+        let i32t = LLVMInt32TypeInContext(ctx);
+        let mut params = [i32t];
+        let fnty = LLVMFunctionType(void, params.as_mut_ptr(), 1, 0);
+        let cname = std::ffi::CString::new(marker).unwrap();
+        let mut f = LLVMGetNamedFunction(m, cname.as_ptr());
+        if f.is_null() {
+            f = LLVMAddFunction(m, cname.as_ptr(), fnty);
+        }
+        let builder = LLVMCreateBuilderInContext(ctx);
+        let first = get_first_non_phi(block);
+        if first.is_null() {
+            LLVMPositionBuilderAtEnd(builder, block);
+        } else {
+            LLVMPositionBuilderBefore(builder, first);
+        }
+        let mut args = [LLVMConstInt(i32t, id as u64, 0)];
+        let empty = c"";
+        let call = LLVMBuildCall2(builder, fnty, f, args.as_mut_ptr(), 1, empty.as_ptr());
+        // Keep the marker's call site attached to the block's source line, so that tools reading
+        // the debug info (and LLVM's verifier for inlinable calls) stay happy.
+        if !first.is_null() {
+            let loc = LLVMInstructionGetDebugLoc(first);
+            if !loc.is_null() {
+                LLVMInstructionSetDebugLoc(call, loc);
+            }
+        }
+        LLVMDisposeBuilder(builder);
+    }
+}
+
+/// The first instruction of `b` that is not a phi node (null when there is none).
+pub fn get_first_non_phi(b: Block) -> Value {
+    instructions(b)
+        .into_iter()
+        .find(|&i| opcode(i) != LLVMOpcode::LLVMPHI)
+        .unwrap_or(std::ptr::null_mut())
+}

@@ -1,0 +1,105 @@
+//! Loading: INPUT → parsed LLVM module → targets marked → normalised → owned IR.
+//!
+//! ```text
+//! .c ──clang──▶ .bc ──parse──▶ Module ──resolve targets, insert markers──▶ (instrumented bitcode kept
+//!                                       for replay) ──inline, mem2reg, loop-simplify──▶ lower ──▶ Program
+//! ```
+
+mod input;
+mod llvm;
+mod lower;
+mod normalize;
+pub mod target;
+
+pub use input::{clang_path, CLANG_ANALYSIS_FLAGS};
+pub use target::{TargetSpec, TARGET_MARKER};
+
+use crate::error::{list_names, Error, Result};
+use crate::ir::Program;
+use inkwell::context::Context;
+use inkwell::values::AsValueRef;
+use std::path::Path;
+use tracing::{debug, info};
+
+/// The loaded program and what replay needs to run the original code.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub program: Program,
+    /// The input module with target markers inserted, before any normalisation: the code that
+    /// replay compiles and runs natively.
+    pub instrumented_bitcode: Vec<u8>,
+    /// `function:label` of every target block in the original code, by target number.
+    pub target_blocks: Vec<String>,
+}
+
+/// Loads INPUT, marks the target and lowers `function` into the owned IR.
+pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
+    if !path.exists() {
+        return Err(Error::bad_input(format!("{}: no such file", path.display())));
+    }
+    if path.is_dir() {
+        return Err(Error::bad_input(format!("{}: is a directory, expected .c, .bc or .ll", path.display())));
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("apc-load-")
+        .tempdir()
+        .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+    let bitcode_path = if input::classify(path, &[]) == input::InputKind::C {
+        info!("compiling {} with clang", path.display());
+        input::compile_c(path, tmp.path())?
+    } else {
+        path.to_path_buf()
+    };
+
+    let ctx = Context::create();
+    let module = input::parse_module(&ctx, &bitcode_path)?;
+    let m = module.as_mut_ptr();
+
+    let defined: Vec<String> = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .collect();
+    if !defined.iter().any(|n| n == function) {
+        return Err(Error::bad_input(format!(
+            "no function '{function}' with a body in {}; defined functions: {}",
+            path.display(),
+            list_names(&defined)
+        )));
+    }
+
+    let resolved = target::resolve(m, function, spec)?;
+    debug!(?spec, count = resolved.len(), "target resolved");
+    let target_blocks: Vec<String> =
+        resolved.iter().map(|t| format!("{}:{}", t.function, t.label)).collect();
+    for (k, t) in resolved.iter().enumerate() {
+        target::instrument(m, std::slice::from_ref(t), k as u32);
+    }
+    let instrumented_bitcode = module.write_bitcode_to_memory().as_slice().to_vec();
+
+    let mut keep = vec![function];
+    if let TargetSpec::Call(callee) = spec {
+        keep.push(callee.as_str());
+    }
+    normalize::normalize(&ctx, &module, &keep)?;
+    info!("normalised with '{}'", normalize::PIPELINE);
+
+    let f = module.get_function(function).expect("checked above").as_value_ref();
+    let program = lower::lower(m, f, target_blocks.clone())?;
+    if program.function.target_blocks().is_empty() {
+        let callee = resolved.iter().find(|t| t.function != function).map(|t| t.function.clone());
+        return Err(Error::bad_input(match callee {
+            Some(c) => format!(
+                "{}: the target is in '{c}', which cannot be inlined into '{function}' (recursive)",
+                spec.describe()
+            ),
+            None => format!("{}: the target disappeared during normalisation", spec.describe()),
+        }));
+    }
+    info!(
+        blocks = program.function.blocks.len(),
+        targets = program.function.target_blocks().len(),
+        "lowered '{function}'"
+    );
+    Ok(Loaded { program, instrumented_bitcode, target_blocks })
+}

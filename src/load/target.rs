@@ -1,0 +1,226 @@
+//! Finding the requested target blocks in the freshly parsed module and marking them.
+//!
+//! Targets are resolved *before* normalisation, on the code as the user wrote it, then every
+//! target block gets a call `__apc_target_hit(k)` as its first instruction. The marker survives
+//! inlining and mem2reg (it is an external call), so after normalisation the target blocks are
+//! simply the blocks that call it, wherever inlining copied them. The same marker later records
+//! the hit during native replay.
+
+use super::llvm;
+use crate::error::{list_names, Error, Result};
+use llvm_sys::prelude::LLVMModuleRef;
+use llvm_sys::LLVMOpcode;
+use std::collections::{BTreeSet, HashMap};
+
+/// The marker function inserted at the top of every target block.
+pub const TARGET_MARKER: &str = "__apc_target_hit";
+
+/// What the user asked to reach.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetSpec {
+    /// A basic block by its IR label.
+    Block(String),
+    /// The first block whose instructions carry this source line.
+    Line { file: String, line: u32 },
+    /// Every block that calls this function.
+    Call(String),
+}
+
+impl TargetSpec {
+    /// Parses `FILE:LINE`.
+    pub fn parse_line(s: &str) -> Result<TargetSpec> {
+        let (file, line) = s
+            .rsplit_once(':')
+            .ok_or_else(|| Error::bad_input(format!("--line expects FILE:LINE, got '{s}'")))?;
+        let line: u32 = line
+            .parse()
+            .map_err(|_| Error::bad_input(format!("--line expects FILE:LINE, got '{s}'")))?;
+        if file.is_empty() || line == 0 {
+            return Err(Error::bad_input(format!("--line expects FILE:LINE, got '{s}'")));
+        }
+        Ok(TargetSpec::Line { file: file.to_string(), line })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            TargetSpec::Block(l) => format!("block {l}"),
+            TargetSpec::Line { file, line } => format!("line {file}:{line}"),
+            TargetSpec::Call(f) => format!("call to {f}"),
+        }
+    }
+}
+
+/// A target block found in the original module.
+#[derive(Clone, Debug)]
+pub struct ResolvedTarget {
+    pub function: String,
+    pub label: String,
+    pub block: llvm::Block,
+}
+
+fn find_function(m: LLVMModuleRef, name: &str) -> Option<llvm::Value> {
+    llvm::functions(m).into_iter().find(|&f| llvm::value_name(f) == name)
+}
+
+/// Direct callees of `f` with a body.
+fn defined_callees(f: llvm::Value) -> Vec<llvm::Value> {
+    let mut out = vec![];
+    for b in llvm::blocks(f) {
+        for i in llvm::instructions(b) {
+            if llvm::opcode(i) == LLVMOpcode::LLVMCall {
+                let callee = llvm::called_value(i);
+                if llvm::is_a_function(callee) && !llvm::is_declaration(callee) {
+                    out.push(callee);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `f` first, then every function with a body it calls, transitively, in breadth-first order.
+pub fn reachable_functions(f: llvm::Value) -> Vec<llvm::Value> {
+    let mut order = vec![f];
+    let mut seen: BTreeSet<usize> = [f as usize].into();
+    let mut i = 0;
+    while i < order.len() {
+        for c in defined_callees(order[i]) {
+            if seen.insert(c as usize) {
+                order.push(c);
+            }
+        }
+        i += 1;
+    }
+    order
+}
+
+fn file_matches(debug_file: &str, wanted: &str) -> bool {
+    debug_file == wanted
+        || debug_file.ends_with(&format!("/{wanted}"))
+        || std::path::Path::new(debug_file).file_name().and_then(|n| n.to_str()) == Some(wanted)
+}
+
+/// Resolves `spec` in `function` and, when not found there, in the functions it calls.
+pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Vec<ResolvedTarget>> {
+    let f = find_function(m, function).expect("function checked by caller");
+    let scope = reachable_functions(f);
+    let mk = |func: llvm::Value, b: llvm::Block| ResolvedTarget {
+        function: llvm::value_name(func),
+        label: llvm::block_name(b),
+        block: b,
+    };
+    match spec {
+        TargetSpec::Block(label) => {
+            // The analysed function first; a callee's block only when the function has none.
+            for &func in &scope {
+                let hits: Vec<_> = llvm::blocks(func)
+                    .into_iter()
+                    .filter(|&b| llvm::block_name(b) == *label)
+                    .map(|b| mk(func, b))
+                    .collect();
+                if !hits.is_empty() {
+                    return Ok(hits);
+                }
+            }
+            let labels: Vec<String> = llvm::blocks(f).into_iter().map(llvm::block_name).collect();
+            let hint = if labels.iter().all(|l| l.is_empty()) {
+                " (its blocks have no names: compile with -fno-discard-value-names)".to_string()
+            } else {
+                format!("; its blocks are: {}", list_names(&labels))
+            };
+            Err(Error::bad_input(format!(
+                "no block labelled '{label}' in function '{function}' or the functions it calls{hint}"
+            )))
+        }
+        TargetSpec::Line { file, line } => {
+            let mut any_debug = false;
+            for &func in &scope {
+                for b in llvm::blocks(func) {
+                    for i in llvm::instructions(b) {
+                        if let Some(l) = llvm::debug_line(i) {
+                            any_debug = true;
+                            if l == *line
+                                && llvm::debug_file(i).is_some_and(|df| file_matches(&df, file))
+                            {
+                                return Ok(vec![mk(func, b)]);
+                            }
+                        }
+                    }
+                }
+            }
+            if !any_debug {
+                return Err(Error::bad_input(format!(
+                    "--line {file}:{line}: function '{function}' has no debug line information (compile with -g)"
+                )));
+            }
+            Err(Error::bad_input(format!(
+                "--line {file}:{line}: no code of '{function}' or its callees is on that line"
+            )))
+        }
+        TargetSpec::Call(callee) => {
+            if find_function(m, callee).is_none() {
+                let names: Vec<String> = llvm::functions(m).into_iter().map(llvm::value_name).collect();
+                return Err(Error::bad_input(format!(
+                    "--call {callee}: the module has no function '{callee}'; functions: {}",
+                    list_names(&names)
+                )));
+            }
+            let mut hits = vec![];
+            for &func in &scope {
+                if llvm::value_name(func) == *callee {
+                    continue; // calls inside the callee itself are not "calls from the program"
+                }
+                for b in llvm::blocks(func) {
+                    let calls = llvm::instructions(b).into_iter().any(|i| {
+                        llvm::opcode(i) == LLVMOpcode::LLVMCall
+                            && llvm::value_name(llvm::called_value(i)) == *callee
+                    });
+                    if calls {
+                        hits.push(mk(func, b));
+                    }
+                }
+            }
+            if hits.is_empty() {
+                return Err(Error::bad_input(format!(
+                    "--call {callee}: '{function}' never calls '{callee}', directly or through its callees"
+                )));
+            }
+            Ok(hits)
+        }
+    }
+}
+
+/// Inserts the marker call into every resolved target block. All blocks of one spec share the
+/// target number `id`.
+pub fn instrument(m: LLVMModuleRef, targets: &[ResolvedTarget], id: u32) {
+    let mut done: HashMap<usize, ()> = HashMap::new();
+    for t in targets {
+        if done.insert(t.block as usize, ()).is_none() {
+            llvm::insert_marker_call(m, TARGET_MARKER, t.block, id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_specs_parse_and_reject_garbage() {
+        assert_eq!(
+            TargetSpec::parse_line("a/b.c:12").unwrap(),
+            TargetSpec::Line { file: "a/b.c".into(), line: 12 }
+        );
+        for bad in ["b.c", "b.c:x", ":3", "b.c:0"] {
+            let e = TargetSpec::parse_line(bad).unwrap_err();
+            assert_eq!(e.exit_status(), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn debug_file_names_match_by_suffix() {
+        assert!(file_matches("/tmp/x/prog.c", "prog.c"));
+        assert!(file_matches("/tmp/x/prog.c", "x/prog.c"));
+        assert!(!file_matches("/tmp/x/prog.c", "rog.c"));
+    }
+}

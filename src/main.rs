@@ -1,0 +1,102 @@
+//! The command line: parse arguments, run the library, print the report.
+
+use apc_llvm::load::TargetSpec;
+use apc_llvm::{analysis, Config, Error};
+use clap::{ArgGroup, Parser};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Decide whether a basic block of a C program (as clang-produced LLVM bitcode) is reachable.
+///
+/// apc-llvm summarises every loop on the way to the target with path counters and builds the
+/// abstract path condition (APC), a necessary condition on the inputs. An unsatisfiable APC proves
+/// the target unreachable; a satisfiable one gives inputs that are replayed natively, and the target
+/// is reported reachable only when the run really entered it.
+///
+/// Exit status: 0 when the analysis finished (whatever the verdict), 2 for bad usage or input,
+/// 1 for an internal error.
+#[derive(Parser, Debug)]
+#[command(name = "apc-llvm", version, verbatim_doc_comment)]
+#[command(group(ArgGroup::new("target").required(true).args(["block", "line", "call"])))]
+struct Cli {
+    /// Program to analyse: LLVM bitcode (.bc), textual IR (.ll), or C (.c, compiled with clang-19 -g -O0)
+    input: PathBuf,
+    /// Function whose parameters are the inputs (e.g. main)
+    #[arg(long, value_name = "NAME")]
+    function: String,
+    /// Target: the basic block with this IR label (needs clang -fno-discard-value-names)
+    #[arg(long, value_name = "LABEL")]
+    block: Option<String>,
+    /// Target: the first block with code on this source line (needs clang -g)
+    #[arg(long, value_name = "FILE:LINE")]
+    line: Option<String>,
+    /// Target: every block that calls this function (e.g. reach_error)
+    #[arg(long, value_name = "FUNC")]
+    call: Option<String>,
+    /// Print one JSON object on stdout instead of the human report
+    #[arg(long)]
+    json: bool,
+    /// Wall-clock budget for the whole run, in seconds
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    timeout: f64,
+    /// Bound on the backbones enumerated per program or loop (hitting it forbids `unreachable`)
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    max_backbones: usize,
+    /// Log the pipeline's progress on stderr (-v info, -vv debug); RUST_LOG overrides
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "apc_llvm=info",
+        _ => "apc_llvm=debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}
+
+fn config_from(cli: &Cli) -> Result<Config, Error> {
+    let target = match (&cli.block, &cli.line, &cli.call) {
+        (Some(b), _, _) => TargetSpec::Block(b.clone()),
+        (_, Some(l), _) => TargetSpec::parse_line(l)?,
+        (_, _, Some(c)) => TargetSpec::Call(c.clone()),
+        _ => unreachable!("clap enforces one target"),
+    };
+    if !(cli.timeout.is_finite() && cli.timeout > 0.0) {
+        return Err(Error::bad_input(format!("--timeout must be a positive number of seconds, got {}", cli.timeout)));
+    }
+    if cli.max_backbones == 0 {
+        return Err(Error::bad_input("--max-backbones must be at least 1"));
+    }
+    let mut config = Config::new(&cli.input, &cli.function, target);
+    config.timeout = Duration::from_secs_f64(cli.timeout);
+    config.max_backbones = cli.max_backbones;
+    Ok(config)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("apc-llvm: internal error: {info}");
+    }));
+    let result = config_from(&cli).and_then(|c| analysis::run(&c));
+    match result {
+        Ok(report) => {
+            if cli.json {
+                println!("{}", report.to_json());
+            } else {
+                print!("{}", report.to_text());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("apc-llvm: error: {e}");
+            ExitCode::from(e.exit_status() as u8)
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The result of a run, printed for people or as JSON.
+
+use crate::cfg::{Node, Structure};
+use crate::ir::Function;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Reachable,
+    Unreachable,
+    Unknown,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Reachable => "reachable",
+            Verdict::Unreachable => "unreachable",
+            Verdict::Unknown => "unknown",
+        })
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LoopReport {
+    pub id: u32,
+    pub entry: String,
+    pub blocks: Vec<String>,
+    pub exits: Vec<String>,
+    /// Backbones of the induced program P(C, entry); the last node `entry'` is the return to entry.
+    pub backbones: Vec<Vec<String>>,
+    pub nested: Vec<u32>,
+    pub truncated: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub function: String,
+    /// What was asked (`block if.then`, `call to reach_error`, ...).
+    pub target_spec: String,
+    /// Labels of the target blocks in the analysed (normalised) function.
+    pub target: Vec<String>,
+    pub verdict: Verdict,
+    /// Why the verdict is what it is, in one sentence.
+    pub reason: String,
+    pub loops: Vec<LoopReport>,
+    pub backbones: Vec<Vec<String>>,
+    /// Whether a backbone enumeration bound was hit somewhere.
+    pub truncated: bool,
+    pub timings: BTreeMap<String, f64>,
+}
+
+fn node_label(f: &Function, n: Node) -> String {
+    match n {
+        Node::Block(b) => f.label(b).to_string(),
+        Node::Back(b) => format!("{}'", f.label(b)),
+    }
+}
+
+impl Report {
+    pub fn new(f: &Function, target_spec: String, s: &Structure) -> Report {
+        let path = |nodes: &[Node]| nodes.iter().map(|&n| node_label(f, n)).collect::<Vec<_>>();
+        Report {
+            function: f.name.clone(),
+            target_spec,
+            target: f.target_blocks().into_iter().map(|b| f.label(b).to_string()).collect(),
+            verdict: Verdict::Unknown,
+            reason: String::new(),
+            loops: s
+                .loops
+                .iter()
+                .map(|l| LoopReport {
+                    id: l.id.0,
+                    entry: f.label(l.entry).to_string(),
+                    blocks: l.blocks.iter().map(|&b| f.label(b).to_string()).collect(),
+                    exits: l.exits.iter().map(|&n| node_label(f, n)).collect(),
+                    backbones: l.backbones.iter().map(|b| path(&b.nodes)).collect(),
+                    nested: l.nested.iter().map(|n| n.0).collect(),
+                    truncated: l.truncated,
+                })
+                .collect(),
+            backbones: s.backbones.iter().map(|b| path(&b.nodes)).collect(),
+            truncated: s.truncated,
+            timings: BTreeMap::new(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("reports serialise")
+    }
+
+    /// The human report.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "function: {}", self.function);
+        let _ = writeln!(out, "target:   {} (blocks: {})", self.target_spec, self.target.join(", "));
+        let _ = writeln!(out, "\nloops ({}):", self.loops.len());
+        for l in &self.loops {
+            let _ = writeln!(out, "  L{} entry {}", l.id, l.entry);
+            let _ = writeln!(out, "     blocks: {}", l.blocks.join(", "));
+            let _ = writeln!(out, "     exits:  {}", if l.exits.is_empty() { "-".into() } else { l.exits.join(", ") });
+            if !l.nested.is_empty() {
+                let nested: Vec<String> = l.nested.iter().map(|n| format!("L{n}")).collect();
+                let _ = writeln!(out, "     nested: {}", nested.join(", "));
+            }
+            let _ = writeln!(out, "     iterations (backbones of P(C, {})): {}", l.entry, l.backbones.len());
+            for b in &l.backbones {
+                let _ = writeln!(out, "       {}", b.join(" → "));
+            }
+        }
+        let _ = writeln!(out, "\nbackbones ({}){}:", self.backbones.len(), if self.truncated { " [bound hit: list incomplete]" } else { "" });
+        for b in &self.backbones {
+            let _ = writeln!(out, "  {}", b.join(" → "));
+        }
+        let _ = writeln!(out, "\nverdict: {}", self.verdict);
+        if !self.reason.is_empty() {
+            let _ = writeln!(out, "reason:  {}", self.reason);
+        }
+        if !self.timings.is_empty() {
+            let t: Vec<String> = self.timings.iter().map(|(k, v)| format!("{k} {v:.3}s")).collect();
+            let _ = writeln!(out, "timings: {}", t.join(", "));
+        }
+        out
+    }
+}

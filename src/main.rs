@@ -38,7 +38,7 @@ struct Cli {
     #[arg(long)]
     json: bool,
     /// Wall-clock budget for the whole run, in seconds
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, allow_negative_numbers = true)]
     timeout: f64,
     /// Bound on the backbones enumerated per program or loop (hitting it forbids `unreachable`)
     #[arg(long, value_name = "N", default_value_t = 4096)]
@@ -79,7 +79,21 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // One line, as the contract asks: clap's first line, without its own "error: " prefix.
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("bad usage").trim_start_matches("error: ");
+            eprintln!("apc-llvm: error: {first} (see --help)");
+            return ExitCode::from(2);
+        }
+    };
     init_logging(cli.verbose);
     std::panic::set_hook(Box::new(|info| {
         eprintln!("apc-llvm: internal error: {info}");

@@ -1,0 +1,36 @@
+# apc-llvm — `make test` and `make run` work on a fresh Debian 12 machine: missing packages are
+# installed first (apt; root or sudo), then cargo builds against LLVM 19 and Debian's Z3.
+SHELL := /bin/bash
+export LLVM_SYS_191_PREFIX ?= /usr/lib/llvm-19
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+APT_PACKAGES := clang-19 llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libz3-dev
+BIN := target/release/apc-llvm
+
+.PHONY: all deps build test run bench clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build: deps
+	cargo build --release
+
+# Unit tests beside each module and integration tests in tests/ (they compile C with clang-19).
+test: deps
+	cargo test --release
+
+# Analyse the bundled running example of the APC paper.
+run: build
+	$(BIN) c-benchmarks/running_example.c --function foo --call reach_error
+
+bench: build
+	scripts/bench
+
+clean:
+	cargo clean

@@ -1,0 +1,74 @@
+//! Shared helpers for integration tests: write C to a temporary file, run the real `apc-llvm`
+//! binary on it, and read its JSON report.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct CProgram {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+/// Writes `source` to `<tmp>/<name>.c`.
+pub fn c_program(name: &str, source: &str) -> CProgram {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(format!("{name}.c"));
+    std::fs::write(&path, source).expect("write C source");
+    CProgram { dir, path }
+}
+
+pub fn apc_llvm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_apc-llvm")).args(args).output().expect("run apc-llvm")
+}
+
+pub fn run_on(path: &Path, args: &[&str]) -> Output {
+    let mut all = vec![path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    apc_llvm(&all)
+}
+
+/// Runs with `--json` and parses the report; panics with stderr when the run failed.
+pub fn json_report(path: &Path, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = run_on(path, &all);
+    assert!(
+        out.status.success(),
+        "apc-llvm {args:?} failed ({:?}): {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
+}
+
+/// Compiles C and analyses it, returning the JSON report.
+pub fn analyse(name: &str, source: &str, args: &[&str]) -> Value {
+    let p = c_program(name, source);
+    json_report(&p.path, args)
+}
+
+pub fn strings(v: &Value) -> Vec<String> {
+    v.as_array().expect("array").iter().map(|s| s.as_str().expect("string").to_string()).collect()
+}
+
+/// The loops of a report whose entry block is `entry`.
+pub fn loops_entered_at<'a>(report: &'a Value, entry: &str) -> Vec<&'a Value> {
+    report["loops"].as_array().unwrap().iter().filter(|l| l["entry"] == entry).collect()
+}
+
+/// Asserts a bad-input failure: exit status 2, one line on stderr containing `needle`, no panic.
+pub fn assert_bad_input(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "expected exit status 2, stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "panic on bad input: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "expected one line, got: {stderr}");
+    assert!(stderr.contains(needle), "stderr should mention '{needle}': {stderr}");
+    assert!(out.stdout.is_empty(), "nothing on stdout for bad input");
+}
+
+/// clang-19 as the tool uses it.
+pub fn clang() -> PathBuf {
+    apc_llvm::load::clang_path()
+}

@@ -1,0 +1,108 @@
+//! Bad input: exit status 2, one clear line, no panic, nothing on stdout.
+
+mod common;
+use common::*;
+
+const FOO: &str = include_str!("../c-benchmarks/running_example.c");
+
+#[test]
+fn missing_file() {
+    let out = apc_llvm(&["/nonexistent/prog.bc", "--function", "foo", "--block", "x"]);
+    assert_bad_input(&out, "no such file");
+}
+
+#[test]
+fn text_file_instead_of_bitcode() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["notes.txt", "fake.bc"] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, "this is not a program\n").unwrap();
+        let out = run_on(&p, &["--function", "foo", "--block", "x"]);
+        assert_bad_input(&out, name);
+    }
+}
+
+#[test]
+fn truncated_bitcode() {
+    let p = c_program("foo", FOO);
+    let bc = p.dir.path().join("foo.bc");
+    let status = std::process::Command::new(clang())
+        .args(apc_llvm::load::CLANG_ANALYSIS_FLAGS)
+        .arg(&p.path)
+        .arg("-o")
+        .arg(&bc)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let bytes = std::fs::read(&bc).unwrap();
+    std::fs::write(&bc, &bytes[..bytes.len() / 2]).unwrap();
+    let out = run_on(&bc, &["--function", "foo", "--call", "reach_error"]);
+    assert_bad_input(&out, "not valid LLVM bitcode");
+}
+
+#[test]
+fn c_that_does_not_compile() {
+    let p = c_program("broken", "int f( { return }\n");
+    let out = run_on(&p.path, &["--function", "f", "--block", "entry"]);
+    assert_bad_input(&out, "clang failed");
+}
+
+#[test]
+fn unknown_function_lists_the_defined_ones() {
+    let p = c_program("foo", FOO);
+    let out = run_on(&p.path, &["--function", "bar", "--call", "reach_error"]);
+    assert_bad_input(&out, "no function 'bar'");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("foo"));
+}
+
+#[test]
+fn unknown_block_lists_the_labels() {
+    let p = c_program("foo", FOO);
+    let out = run_on(&p.path, &["--function", "foo", "--block", "no.such.block"]);
+    assert_bad_input(&out, "no.such.block");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("for.cond") && stderr.contains("for.body"), "{stderr}");
+}
+
+#[test]
+fn line_without_code() {
+    let p = c_program("foo", FOO);
+    // Line 1 is a comment.
+    let out = run_on(&p.path, &["--function", "foo", "--line", "foo.c:1"]);
+    assert_bad_input(&out, "foo.c:1");
+    let out = run_on(&p.path, &["--function", "foo", "--line", "foo.c"]);
+    assert_bad_input(&out, "FILE:LINE");
+}
+
+#[test]
+fn unknown_callee() {
+    let p = c_program("foo", FOO);
+    let out = run_on(&p.path, &["--function", "foo", "--call", "no_such_function"]);
+    assert_bad_input(&out, "no_such_function");
+}
+
+#[test]
+fn bad_timeout() {
+    let p = c_program("foo", FOO);
+    let out = run_on(&p.path, &["--function", "foo", "--call", "reach_error", "--timeout", "-3"]);
+    assert_bad_input(&out, "--timeout");
+}
+
+#[test]
+fn usage_errors_are_one_line_with_status_2() {
+    let p = c_program("foo", FOO);
+    let out = run_on(&p.path, &["--function", "foo"]);
+    assert_bad_input(&out, "--help");
+    let out = run_on(&p.path, &["--function", "foo", "--block", "a", "--call", "b"]);
+    assert_bad_input(&out, "cannot be used with");
+}
+
+#[test]
+fn help_explains_targets_and_exit_status() {
+    let out = apc_llvm(&["--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["--block", "--line", "--call", "--json", "--timeout", "Exit status"] {
+        assert!(text.contains(needle), "--help lacks {needle}");
+    }
+}

@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod cfg;
 pub mod config;
 pub mod error;
+pub mod expr;
 pub mod ir;
 pub mod load;
 pub mod report;

@@ -1,0 +1,149 @@
+//! Simultaneous substitution e[x⃗/e⃗], and with it θ⟨e⟩ (replace each initial-value symbol v̲ by θ(v)).
+
+use super::pool::children;
+use super::{ExprId, ExprPool};
+use std::collections::HashMap;
+
+/// A simultaneous substitution of expressions (usually symbols) by expressions.
+#[derive(Clone, Debug, Default)]
+pub struct Substitution {
+    map: HashMap<ExprId, ExprId>,
+}
+
+impl Substitution {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn insert(&mut self, from: ExprId, to: ExprId) {
+        self.map.insert(from, to);
+    }
+
+    pub fn get(&self, from: ExprId) -> Option<ExprId> {
+        self.map.get(&from).copied()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Applies the substitution to `root`, rebuilding through the simplifying constructors (so ⋆
+    /// propagates and constants fold). Iterative: deep store chains do not overflow the stack.
+    pub fn apply(&self, pool: &mut ExprPool, root: ExprId) -> ExprId {
+        let mut memo: HashMap<ExprId, ExprId> = HashMap::new();
+        self.apply_memo(pool, root, &mut memo)
+    }
+
+    /// [`Self::apply`] over many roots, sharing the work.
+    pub fn apply_all(&self, pool: &mut ExprPool, roots: &[ExprId]) -> Vec<ExprId> {
+        let mut memo = HashMap::new();
+        roots.iter().map(|&r| self.apply_memo(pool, r, &mut memo)).collect()
+    }
+
+    fn apply_memo(&self, pool: &mut ExprPool, root: ExprId, memo: &mut HashMap<ExprId, ExprId>) -> ExprId {
+        if self.map.is_empty() {
+            return root;
+        }
+        // (node, children pushed?)
+        let mut stack = vec![(root, false)];
+        while let Some((e, expanded)) = stack.pop() {
+            if memo.contains_key(&e) {
+                continue;
+            }
+            if let Some(to) = self.get(e) {
+                memo.insert(e, to);
+                continue;
+            }
+            let node = pool.get(e).clone();
+            let kids = children(&node);
+            if kids.is_empty() {
+                memo.insert(e, e);
+                continue;
+            }
+            if !expanded {
+                stack.push((e, true));
+                stack.extend(kids.iter().filter(|k| !memo.contains_key(k)).map(|&k| (k, false)));
+                continue;
+            }
+            let new_kids: Vec<ExprId> = kids.iter().map(|k| memo[k]).collect();
+            let out = if new_kids == kids { e } else { pool.rebuild(&node, &new_kids) };
+            memo.insert(e, out);
+        }
+        memo[&root]
+    }
+}
+
+/// Whether `e` mentions any of `symbols` (a free occurrence, as bound variables are distinct).
+pub fn mentions(pool: &ExprPool, e: ExprId, symbols: &[ExprId]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if symbols.contains(&x) {
+            return true;
+        }
+        if seen.insert(x) {
+            stack.extend(children(pool.get(x)));
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{BvOp, Expr, Sort, SymbolKind};
+    use crate::ir::IntPredicate;
+
+    #[test]
+    fn substitution_is_simultaneous() {
+        let mut p = ExprPool::new();
+        let x = p.symbol("x", Sort::Bv(32), SymbolKind::Input);
+        let y = p.symbol("y", Sort::Bv(32), SymbolKind::Input);
+        let e = p.bin(BvOp::Sub, x, y);
+        let mut s = Substitution::new();
+        s.insert(x, y);
+        s.insert(y, x);
+        let r = s.apply(&mut p, e);
+        assert_eq!(p.get(r), &Expr::Bin(BvOp::Sub, y, x), "x−y [x/y, y/x] = y−x, not y−y");
+    }
+
+    #[test]
+    fn substitution_simplifies_and_propagates_star() {
+        let mut p = ExprPool::new();
+        let x = p.symbol("x", Sort::Bv(32), SymbolKind::Input);
+        let k = p.symbol("κ1", Sort::Bv(32), SymbolKind::Kappa(1));
+        let sum = p.bin(BvOp::Add, x, k);
+        let ten = p.bv(32, 10);
+        let test = p.cmp(IntPredicate::Slt, sum, ten);
+        // [x/3, κ1/4]: 3 + 4 < 10 folds to true
+        let (c3, c4) = (p.bv(32, 3), p.bv(32, 4));
+        let mut s = Substitution::new();
+        s.insert(x, c3);
+        s.insert(k, c4);
+        let r = s.apply(&mut p, test);
+        assert_eq!(p.as_bool(r), Some(true));
+        // [x/⋆]: the test becomes ⋆
+        let star = p.star(Sort::Bv(32));
+        let mut s = Substitution::new();
+        s.insert(x, star);
+        let r = s.apply(&mut p, test);
+        assert!(p.is_star(r));
+    }
+
+    #[test]
+    fn deep_chains_do_not_overflow() {
+        let mut p = ExprPool::new();
+        let x = p.symbol("x", Sort::Bv(64), SymbolKind::Input);
+        let mut e = x;
+        for i in 0..100_000u64 {
+            let c = p.symbol(&format!("c{}", i % 7), Sort::Bv(64), SymbolKind::Input);
+            e = p.bin(BvOp::Xor, e, c);
+        }
+        let zero = p.bv(64, 0);
+        let mut s = Substitution::new();
+        s.insert(x, zero);
+        let r = s.apply(&mut p, e);
+        assert_ne!(r, e);
+        assert!(mentions(&p, e, &[x]) && !mentions(&p, r, &[x]));
+    }
+}

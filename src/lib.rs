@@ -5,6 +5,7 @@
 //! replay → [`report`]. [`analysis::run`] drives it.
 
 pub mod analysis;
+pub mod apc;
 pub mod cfg;
 pub mod config;
 pub mod error;
@@ -12,6 +13,9 @@ pub mod expr;
 pub mod ir;
 pub mod load;
 pub mod report;
+pub mod solve;
+pub mod summary;
+pub mod symex;
 
 pub use config::Config;
 pub use error::{Error, Result};

@@ -14,15 +14,15 @@ mod pool;
 mod print;
 mod subst;
 
-pub use pool::ExprPool;
+pub use pool::{children as children_of, ExprPool};
 pub use print::Printer;
-pub use subst::Substitution;
+pub use subst::{mentions, Substitution};
 
 use crate::ir::IntPredicate;
 use std::sync::Arc;
 
 /// A handle to an expression in an [`ExprPool`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ExprId(pub u32);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,0 +1,241 @@
+//! Calls: the SV-COMP environment (`__VERIFIER_*`), a few library functions and LLVM intrinsics
+//! with exact models, and everything else as an unknown external call (result ⋆, and every
+//! object it could reach is forgotten).
+
+use super::{Executor, State, SymVal, Tests};
+use crate::expr::{BvOp, ExprId, Sort};
+use crate::ir::{Callee, IntPredicate, Ty, ValueId};
+
+/// Longest `memset`/`memcpy` modelled byte by byte; longer or symbolic lengths havoc the target.
+const MAX_MEM_INTRINSIC_BYTES: u64 = 4096;
+
+/// The C type of `__VERIFIER_nondet_<suffix>`.
+pub fn nondet_c_type(suffix: &str) -> Option<&'static str> {
+    Some(match suffix {
+        "int" => "int",
+        "uint" | "unsigned" | "u32" => "unsigned int",
+        "char" => "char",
+        "uchar" | "u8" => "unsigned char",
+        "short" => "short",
+        "ushort" | "u16" => "unsigned short",
+        "long" => "long",
+        "ulong" => "unsigned long",
+        "longlong" => "long long",
+        "ulonglong" => "unsigned long long",
+        "bool" | "_Bool" => "_Bool",
+        "size_t" => "unsigned long",
+        "loff_t" => "long",
+        "u64" => "unsigned long",
+        _ => return None,
+    })
+}
+
+/// Library functions that write no memory visible to the program.
+const PURE_EXTERNALS: &[&str] = &[
+    "strlen", "strnlen", "strcmp", "strncmp", "memcmp", "strchr", "strrchr", "strstr", "isalpha", "isdigit",
+    "isalnum", "isspace", "isupper", "islower", "isprint", "ispunct", "isxdigit", "toupper", "tolower", "printf",
+    "puts", "putchar", "rand", "atoi", "atol",
+];
+
+impl Executor<'_> {
+    pub(super) fn call(
+        &mut self,
+        st: &mut State,
+        callee: &Callee,
+        args: &[SymVal],
+        ty: &Ty,
+        result: Option<ValueId>,
+        tests: &mut Tests,
+    ) -> SymVal {
+        let name = match callee {
+            Callee::Direct(n) => n.as_str(),
+            Callee::Indirect(_) | Callee::InlineAsm => {
+                st.havoc_all(self.pool, self.inputs);
+                return self.star_of(ty);
+            }
+        };
+        if let Some(suffix) = name.strip_prefix("__VERIFIER_nondet_") {
+            return self.nondet(st, suffix, ty);
+        }
+        let int_arg = |k: usize| match args.get(k) {
+            Some(SymVal::Int(e)) => Some(*e),
+            _ => None,
+        };
+        match name {
+            "__VERIFIER_assume" | "llvm.assume" => {
+                if let Some(c) = int_arg(0) {
+                    let c = self.truthy(c);
+                    tests.push(c);
+                }
+                return SymVal::Unknown;
+            }
+            "abs" | "labs" | "llabs" => {
+                if let Some(x) = int_arg(0) {
+                    return SymVal::Int(self.abs(x));
+                }
+            }
+            "free" => return SymVal::Unknown,
+            "malloc" | "calloc" => {
+                let Some(site) = result else { return SymVal::Unknown };
+                let obj = self.inputs.heap_object(self.pool, site, "heap", name == "calloc");
+                return SymVal::Ptr { obj, offset: self.pool.bv(64, 0) };
+            }
+            "memset" => {
+                self.memset(st, args);
+                return args.first().cloned().unwrap_or(SymVal::Unknown);
+            }
+            "memcpy" | "memmove" => {
+                self.memcpy(st, args);
+                return args.first().cloned().unwrap_or(SymVal::Unknown);
+            }
+            _ => {}
+        }
+        if let Some(intrinsic) = name.strip_prefix("llvm.") {
+            let base = intrinsic.split('.').next().unwrap_or("");
+            let (a, b) = (int_arg(0), int_arg(1));
+            let pred = match base {
+                "smax" => Some(IntPredicate::Sgt),
+                "smin" => Some(IntPredicate::Slt),
+                "umax" => Some(IntPredicate::Ugt),
+                "umin" => Some(IntPredicate::Ult),
+                _ => None,
+            };
+            match (base, pred, a, b) {
+                (_, Some(p), Some(a), Some(b)) => {
+                    let c = self.pool.cmp(p, a, b);
+                    return SymVal::Int(self.pool.ite(c, a, b));
+                }
+                ("abs", _, Some(a), _) => return SymVal::Int(self.abs(a)),
+                ("expect", _, Some(a), _) => return SymVal::Int(a),
+                ("memset", ..) => {
+                    self.memset(st, args);
+                    return SymVal::Unknown;
+                }
+                ("memcpy" | "memmove", ..) => {
+                    self.memcpy(st, args);
+                    return SymVal::Unknown;
+                }
+                _ => {
+                    // Other intrinsics may write through their pointer arguments.
+                    for a in args {
+                        if let SymVal::Ptr { obj, .. } = a {
+                            st.havoc(self.pool, self.inputs, *obj);
+                        }
+                    }
+                    return self.star_of(ty);
+                }
+            }
+        }
+        if !PURE_EXTERNALS.contains(&name) {
+            self.unknown_external(st, args);
+        }
+        self.star_of(ty)
+    }
+
+    /// An external function may write every object reachable to it: its pointer arguments'
+    /// objects and everything that escaped before (globals included).
+    fn unknown_external(&mut self, st: &mut State, args: &[SymVal]) {
+        if args.iter().any(|a| matches!(a, SymVal::Unknown)) {
+            st.havoc_all(self.pool, self.inputs);
+            return;
+        }
+        for a in args {
+            if let SymVal::Ptr { obj, .. } = a {
+                self.inputs.mark_escaped(*obj);
+            }
+        }
+        let escaped: Vec<_> = self.inputs.escaped().collect();
+        for o in escaped {
+            st.havoc(self.pool, self.inputs, o);
+        }
+    }
+
+    /// `c ≠ 0` as a Boolean.
+    fn truthy(&mut self, c: ExprId) -> ExprId {
+        match self.pool.sort(c) {
+            Sort::Bool => c,
+            Sort::Bv(w) => {
+                let zero = self.pool.bv(w, 0);
+                self.pool.cmp(IntPredicate::Ne, c, zero)
+            }
+            Sort::Array { .. } => self.pool.star(Sort::Bool),
+        }
+    }
+
+    fn abs(&mut self, x: ExprId) -> ExprId {
+        let w = self.pool.width(x);
+        let zero = self.pool.bv(w, 0);
+        let neg = self.pool.bin(BvOp::Sub, zero, x);
+        let is_neg = self.pool.cmp(IntPredicate::Slt, x, zero);
+        self.pool.ite(is_neg, neg, x)
+    }
+
+    /// The next value of the nondet input stream, truncated to the call's width.
+    fn nondet(&mut self, st: &mut State, suffix: &str, ty: &Ty) -> SymVal {
+        let Ty::Int(w) = ty else {
+            // Pointers, floats: unknown, but the call still consumes a stream position.
+            let one = self.pool.bv(64, 1);
+            st.nondet_index = self.pool.bin(BvOp::Add, st.nondet_index, one);
+            return self.star_of(ty);
+        };
+        let stream = self.inputs.nondet_stream(self.pool);
+        let index = st.nondet_index;
+        let raw = self.pool.select(stream, index);
+        let v = if *w == 1 { self.pool.low_bit(raw) } else { self.pool.trunc(raw, *w) };
+        let c_type = nondet_c_type(suffix).map(str::to_string).unwrap_or_else(|| format!("int{w}_t"));
+        self.inputs.nondet_calls.push(super::state::NondetCall { index, width: *w, c_type });
+        let one = self.pool.bv(64, 1);
+        st.nondet_index = self.pool.bin(BvOp::Add, index, one);
+        SymVal::Int(v)
+    }
+
+    fn const_len(&self, v: Option<&SymVal>) -> Option<u64> {
+        match v {
+            Some(SymVal::Int(e)) => self.pool.as_const(*e).filter(|&n| n <= MAX_MEM_INTRINSIC_BYTES),
+            _ => None,
+        }
+    }
+
+    fn memset(&mut self, st: &mut State, args: &[SymVal]) {
+        let len = self.const_len(args.get(2));
+        match (args.first(), args.get(1), len) {
+            (Some(SymVal::Ptr { obj, offset }), Some(SymVal::Int(val)), Some(n)) => {
+                let byte = self.pool.resize(*val, 8);
+                let mut mem = st.memory(self.pool, self.inputs, *obj);
+                for k in 0..n {
+                    let kk = self.pool.bv(64, k);
+                    let off = self.pool.bin(BvOp::Add, *offset, kk);
+                    mem = self.pool.store(mem, off, byte, 8);
+                }
+                st.set_memory(*obj, mem);
+            }
+            (Some(SymVal::Ptr { obj, .. }), ..) => st.havoc(self.pool, self.inputs, *obj),
+            _ => st.havoc_all(self.pool, self.inputs),
+        }
+    }
+
+    fn memcpy(&mut self, st: &mut State, args: &[SymVal]) {
+        let len = self.const_len(args.get(2));
+        match (args.first(), args.get(1), len) {
+            (Some(SymVal::Ptr { obj: d, offset: doff }), Some(SymVal::Ptr { obj: s, offset: soff }), Some(n)) => {
+                let src = st.memory(self.pool, self.inputs, *s);
+                let bytes: Vec<ExprId> = (0..n)
+                    .map(|k| {
+                        let kk = self.pool.bv(64, k);
+                        let off = self.pool.bin(BvOp::Add, *soff, kk);
+                        self.pool.load(src, off, 8)
+                    })
+                    .collect();
+                let mut mem = st.memory(self.pool, self.inputs, *d);
+                for (k, b) in bytes.into_iter().enumerate() {
+                    let kk = self.pool.bv(64, k as u64);
+                    let off = self.pool.bin(BvOp::Add, *doff, kk);
+                    mem = self.pool.store(mem, off, b, 8);
+                }
+                st.set_memory(*d, mem);
+            }
+            (Some(SymVal::Ptr { obj, .. }), ..) => st.havoc(self.pool, self.inputs, *obj),
+            _ => st.havoc_all(self.pool, self.inputs),
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! The symbolic state θ and the table of inputs and memory objects shared by all paths.
+
+use crate::expr::{ExprId, ExprPool, Sort, SymbolKind};
+use crate::ir::{Global, GlobalId, ValueId};
+use std::collections::{BTreeSet, HashMap};
+
+/// A memory object (index into [`Inputs::objects`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectId(pub u32);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    /// The buffer a pointer parameter points to; its contents are inputs.
+    ParamBuffer { param: String },
+    Global(GlobalId),
+    /// An `alloca` that mem2reg could not promote (arrays, address-taken locals).
+    Stack,
+    /// `malloc`/`calloc`: may also be null natively, so comparisons with null stay unknown.
+    Heap,
+}
+
+#[derive(Clone, Debug)]
+pub struct ObjectInfo {
+    pub id: ObjectId,
+    pub name: String,
+    pub kind: ObjectKind,
+    /// Size in bytes when known.
+    pub size: Option<u64>,
+    /// The array holding the object's initial contents.
+    pub initial: ExprId,
+    /// Whether the object can never change (a constant global).
+    pub constant: bool,
+}
+
+/// The value of an SSA register.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SymVal {
+    /// An integer (bit-vector) or `i1` (Boolean) expression.
+    Int(ExprId),
+    /// A pointer into a known object at a 64-bit byte offset.
+    Ptr { obj: ObjectId, offset: ExprId },
+    Null,
+    /// Anything else: pointers the analysis lost track of, floating point, aggregates.
+    Unknown,
+}
+
+/// One call of `__VERIFIER_nondet_*` seen by the analysis.
+#[derive(Clone, Debug)]
+pub struct NondetCall {
+    /// Position in the input stream (an expression: inside loops it depends on counters).
+    pub index: ExprId,
+    pub width: u32,
+    /// The C type the function returns (`int`, `unsigned char`, ...).
+    pub c_type: String,
+}
+
+/// The inputs of the analysed function and every memory object met, shared by all backbones so
+/// that their path conditions speak about the same symbols.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    /// Integer parameters: (name, symbol, width).
+    pub params: Vec<(String, ExprId, u32)>,
+    pub objects: Vec<ObjectInfo>,
+    /// The nondet input stream: an array from call number (64 bits) to a 64-bit value whose low
+    /// bits are the call's result.
+    pub nondet_stream: Option<ExprId>,
+    pub nondet_calls: Vec<NondetCall>,
+    escaped: BTreeSet<ObjectId>,
+    param_objects: HashMap<String, ObjectId>,
+    global_objects: HashMap<GlobalId, ObjectId>,
+    site_objects: HashMap<ValueId, ObjectId>,
+}
+
+impl Inputs {
+    pub fn object(&self, id: ObjectId) -> &ObjectInfo {
+        &self.objects[id.0 as usize]
+    }
+
+    fn add_object(&mut self, name: String, kind: ObjectKind, size: Option<u64>, initial: ExprId, constant: bool) -> ObjectId {
+        let id = ObjectId(self.objects.len() as u32);
+        self.objects.push(ObjectInfo { id, name, kind, size, initial, constant });
+        id
+    }
+
+    pub fn param_symbol(&mut self, pool: &mut ExprPool, name: &str, width: u32) -> ExprId {
+        let sort = if width == 1 { Sort::Bool } else { Sort::Bv(width) };
+        let s = pool.symbol(name, sort, SymbolKind::Input);
+        if !self.params.iter().any(|(n, _, _)| n == name) {
+            self.params.push((name.to_string(), s, width));
+        }
+        s
+    }
+
+    pub fn param_buffer(&mut self, pool: &mut ExprPool, name: &str) -> ObjectId {
+        if let Some(&id) = self.param_objects.get(name) {
+            return id;
+        }
+        let initial = pool.symbol(name, Sort::MEMORY, SymbolKind::Input);
+        let id = self.add_object(name.to_string(), ObjectKind::ParamBuffer { param: name.to_string() }, None, initial, false);
+        self.param_objects.insert(name.to_string(), id);
+        id
+    }
+
+    /// The object of a global, with its initializer's known bytes over an unconstrained base.
+    pub fn global_object(&mut self, pool: &mut ExprPool, _st: &State, g: &Global) -> ObjectId {
+        if let Some(&id) = self.global_objects.get(&g.id) {
+            return id;
+        }
+        let name = format!("@{}", g.name);
+        let initial = match &g.init {
+            Some(bytes) if bytes.iter().all(|b| *b == Some(0)) => {
+                let zero = pool.bv(8, 0);
+                pool.const_array(64, zero)
+            }
+            Some(bytes) => {
+                let all_known = bytes.iter().all(|b| b.is_some());
+                let mut mem = if all_known {
+                    let zero = pool.bv(8, 0);
+                    pool.const_array(64, zero)
+                } else {
+                    pool.symbol(&name, Sort::MEMORY, SymbolKind::Input)
+                };
+                for (k, b) in bytes.iter().enumerate() {
+                    match b {
+                        Some(0) if all_known => {}
+                        Some(v) => {
+                            let off = pool.bv(64, k as u64);
+                            let val = pool.bv(8, *v as u64);
+                            mem = pool.store(mem, off, val, 8);
+                        }
+                        None => {}
+                    }
+                }
+                mem
+            }
+            None => pool.symbol(&name, Sort::MEMORY, SymbolKind::Input),
+        };
+        let id = self.add_object(name, ObjectKind::Global(g.id), Some(g.size), initial, g.is_constant);
+        self.global_objects.insert(g.id, id);
+        // Whatever external code runs may read or write a global.
+        self.escaped.insert(id);
+        id
+    }
+
+    /// The object of an allocation site (`alloca` or `malloc` result `site`).
+    pub fn alloca_object(&mut self, pool: &mut ExprPool, _st: &State, site: ValueId, name: &str, size: Option<u64>) -> ObjectId {
+        if let Some(&id) = self.site_objects.get(&site) {
+            return id;
+        }
+        // Uninitialised stack memory: an unconstrained symbol.
+        let initial = pool.symbol(&format!("{name}.uninit"), Sort::MEMORY, SymbolKind::Input);
+        let id = self.add_object(name.to_string(), ObjectKind::Stack, size, initial, false);
+        self.site_objects.insert(site, id);
+        id
+    }
+
+    pub fn heap_object(&mut self, pool: &mut ExprPool, site: ValueId, name: &str, zeroed: bool) -> ObjectId {
+        if let Some(&id) = self.site_objects.get(&site) {
+            return id;
+        }
+        let initial = if zeroed {
+            let zero = pool.bv(8, 0);
+            pool.const_array(64, zero)
+        } else {
+            pool.symbol(&format!("{name}.uninit"), Sort::MEMORY, SymbolKind::Input)
+        };
+        let id = self.add_object(name.to_string(), ObjectKind::Heap, None, initial, false);
+        self.site_objects.insert(site, id);
+        id
+    }
+
+    pub fn nondet_stream(&mut self, pool: &mut ExprPool) -> ExprId {
+        *self
+            .nondet_stream
+            .get_or_insert_with(|| pool.symbol("nondet", Sort::Array { index: 64, elem: 64 }, SymbolKind::Input))
+    }
+
+    pub fn mark_escaped(&mut self, obj: ObjectId) {
+        self.escaped.insert(obj);
+    }
+
+    pub fn escaped(&self) -> impl Iterator<Item = ObjectId> + '_ {
+        self.escaped.iter().copied()
+    }
+}
+
+/// The symbolic state θ along one path.
+#[derive(Clone, Debug, Default)]
+pub struct State {
+    pub values: HashMap<ValueId, SymVal>,
+    /// Current contents of objects written on this path; others hold their initial contents.
+    pub mem: HashMap<ObjectId, ExprId>,
+    /// Number of nondet calls made so far (64-bit expression).
+    pub nondet_index: ExprId,
+}
+
+impl State {
+    pub fn memory(&self, _pool: &mut ExprPool, inputs: &Inputs, obj: ObjectId) -> ExprId {
+        self.mem.get(&obj).copied().unwrap_or_else(|| inputs.object(obj).initial)
+    }
+
+    pub fn set_memory(&mut self, obj: ObjectId, contents: ExprId) {
+        self.mem.insert(obj, contents);
+    }
+
+    /// Forgets the contents of `obj` (unless it is constant).
+    pub fn havoc(&mut self, pool: &mut ExprPool, inputs: &Inputs, obj: ObjectId) {
+        if !inputs.object(obj).constant {
+            let star = pool.star(Sort::MEMORY);
+            self.mem.insert(obj, star);
+        }
+    }
+
+    /// Forgets the contents of every non-constant object: after a write through a lost pointer.
+    pub fn havoc_all(&mut self, pool: &mut ExprPool, inputs: &Inputs) {
+        for o in 0..inputs.objects.len() {
+            self.havoc(pool, inputs, ObjectId(o as u32));
+        }
+    }
+}

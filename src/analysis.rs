@@ -1,6 +1,13 @@
 //! The pipeline, stage by stage: load → cfg → (symex/summary → apc → solve → witness → replay) → report.
 
+use crate::apc;
 use crate::cfg::{Flowgraph, Limits, Structure};
+use crate::expr::{ExprPool, Printer};
+use crate::replay::Replayer;
+use crate::report::WitnessReport;
+use crate::solve::{self, Outcome};
+use crate::witness;
+use std::time::Duration;
 use crate::config::Config;
 use crate::error::Result;
 use crate::load;
@@ -22,13 +29,58 @@ pub fn run(config: &Config) -> Result<Report> {
     let t_cfg = t1.elapsed().as_secs_f64();
 
     let mut report = Report::new(f, config.target.describe(), &structure);
+    report.timings.insert("load".into(), t_load);
+    report.timings.insert("cfg".into(), t_cfg);
     if !structure.graph.target_reachable() {
         report.verdict = Verdict::Unreachable;
         report.reason = "no path of the control-flow graph leads from the entry to the target".into();
-    } else {
-        report.reason = "the abstract path condition is not built yet".into();
+        return Ok(report);
     }
-    report.timings.insert("load".into(), t_load);
-    report.timings.insert("cfg".into(), t_cfg);
+
+    let t2 = Instant::now();
+    let mut pool = ExprPool::new();
+    let apc = apc::build(&loaded.program, &structure, &mut pool);
+    report.apc = Some(Printer::new(&pool).print(apc.formula));
+    report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
+    info!(nodes = pool.len(), "APC built");
+
+    let remaining = config.timeout.saturating_sub(t0.elapsed()).max(Duration::from_millis(100));
+    let answer = solve::check(&pool, apc.formula, remaining, |m| witness::from_model(&loaded.program, &apc, &pool, m));
+    report.smtlib = Some(answer.smtlib);
+    report.timings.insert("solve_apc".into(), answer.seconds);
+    match answer.outcome {
+        Outcome::Unsat if apc.complete => {
+            report.verdict = Verdict::Unreachable;
+            report.reason = "the abstract path condition is unsatisfiable".into();
+        }
+        Outcome::Unsat => {
+            report.reason = "the APC of the enumerated backbones is unsatisfiable, but the backbone bound was hit".into();
+        }
+        Outcome::Unknown(why) => {
+            report.reason = format!("the solver gave no answer ({why})");
+        }
+        Outcome::Sat(w) => {
+            let t3 = Instant::now();
+            let replayer = Replayer::new(&loaded, config.keep_temps)?;
+            let run = replayer.run(&w)?;
+            report.timings.insert("replay".into(), t3.elapsed().as_secs_f64());
+            let reached = run.reached.is_some();
+            if reached {
+                report.verdict = Verdict::Reachable;
+                report.reason = "a native run on the model's inputs entered the target".into();
+            } else {
+                report.reason = format!("the model's inputs did not reach the target natively ({})", run.status);
+            }
+            report.witness = Some(WitnessReport {
+                inputs: w.params.clone(),
+                nondet: w.nondet.clone(),
+                replayed: true,
+                reached,
+                run: run.status,
+                models_tried: 1,
+            });
+        }
+    }
+    report.timings.insert("total".into(), t0.elapsed().as_secs_f64());
     Ok(report)
 }

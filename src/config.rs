@@ -16,6 +16,8 @@ pub struct Config {
     /// Bound on backbones enumerated per program or loop; hitting it is reported and forbids an
     /// `unreachable` verdict.
     pub max_backbones: usize,
+    /// Keep the replay's temporary directory (driver, executable) for inspection.
+    pub keep_temps: bool,
 }
 
 impl Config {
@@ -26,6 +28,7 @@ impl Config {
             target,
             timeout: Duration::from_secs(60),
             max_backbones: 4096,
+            keep_temps: false,
         }
     }
 }

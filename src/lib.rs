@@ -12,10 +12,12 @@ pub mod error;
 pub mod expr;
 pub mod ir;
 pub mod load;
+pub mod replay;
 pub mod report;
 pub mod solve;
 pub mod summary;
 pub mod symex;
+pub mod witness;
 
 pub use config::Config;
 pub use error::{Error, Result};

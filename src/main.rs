@@ -43,6 +43,9 @@ struct Cli {
     /// Bound on the backbones enumerated per program or loop (hitting it forbids `unreachable`)
     #[arg(long, value_name = "N", default_value_t = 4096)]
     max_backbones: usize,
+    /// Keep the replay's temporary files (driver source, executable) and print where they are
+    #[arg(long)]
+    keep_temps: bool,
     /// Log the pipeline's progress on stderr (-v info, -vv debug); RUST_LOG overrides
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -75,6 +78,7 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     let mut config = Config::new(&cli.input, &cli.function, target);
     config.timeout = Duration::from_secs_f64(cli.timeout);
     config.max_backbones = cli.max_backbones;
+    config.keep_temps = cli.keep_temps;
     Ok(config)
 }
 

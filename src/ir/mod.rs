@@ -249,11 +249,21 @@ pub struct Block {
     pub target: Option<u32>,
 }
 
+/// How the ABI extends a narrow integer parameter (`signext` / `zeroext` in LLVM).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ParamExt {
+    #[default]
+    None,
+    Sign,
+    Zero,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
     pub value: ValueId,
     pub name: String,
     pub ty: Ty,
+    pub ext: ParamExt,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

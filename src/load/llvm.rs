@@ -291,3 +291,14 @@ pub fn get_first_non_phi(b: Block) -> Value {
         .find(|&i| opcode(i) != LLVMOpcode::LLVMPHI)
         .unwrap_or(std::ptr::null_mut())
 }
+
+/// Whether parameter `index` of `f` carries the enum attribute `name` (e.g. `signext`).
+pub fn param_has_attribute(f: Value, index: u32, name: &str) -> bool {
+    let kind = unsafe { LLVMGetEnumAttributeKindForName(name.as_ptr() as *const _, name.len()) };
+    let a = unsafe { LLVMGetEnumAttributeAtIndex(f, index + 1, kind) };
+    !a.is_null()
+}
+
+pub fn set_value_name(v: Value, name: &str) {
+    unsafe { LLVMSetValueName2(v, name.as_ptr() as *const _, name.len()) };
+}

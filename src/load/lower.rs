@@ -403,7 +403,14 @@ pub fn lower(m: LLVMModuleRef, f: llvm::Value, target_names: Vec<String>) -> Res
     let mut params = vec![];
     for (k, p) in llvm::params(f).into_iter().enumerate() {
         let value = new_value(&mut lw, p, format!("arg{k}"));
-        params.push(Param { value, name: lw.value_names[value.0 as usize].clone(), ty: lower_type(llvm::type_of(p)) });
+        let ext = if llvm::param_has_attribute(f, k as u32, "signext") {
+            ParamExt::Sign
+        } else if llvm::param_has_attribute(f, k as u32, "zeroext") {
+            ParamExt::Zero
+        } else {
+            ParamExt::None
+        };
+        params.push(Param { value, name: lw.value_names[value.0 as usize].clone(), ty: lower_type(llvm::type_of(p)), ext });
     }
     for &b in &llvm_blocks {
         for i in llvm::instructions(b) {

@@ -30,7 +30,15 @@ pub struct Loaded {
     pub instrumented_bitcode: Vec<u8>,
     /// `function:label` of every target block in the original code, by target number.
     pub target_blocks: Vec<String>,
+    /// Functions the module declares without a body (they come from the environment).
+    pub declared_functions: Vec<String>,
+    /// The name `--function` has in `instrumented_bitcode` (`main` is renamed, see
+    /// [`REPLAY_MAIN`], so that replay can link its own `main`).
+    pub replay_function: String,
 }
+
+/// What `main` is called in the instrumented bitcode.
+pub const REPLAY_MAIN: &str = "__apc_main";
 
 /// Loads INPUT, marks the target and lowers `function` into the owned IR.
 pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
@@ -75,7 +83,21 @@ pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
     for (k, t) in resolved.iter().enumerate() {
         target::instrument(m, std::slice::from_ref(t), k as u32);
     }
+    let declared_functions: Vec<String> = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() == 0)
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .collect();
+    // Replay links its own `main`: the program's is renamed in the copy kept for replay.
+    let main = module.get_function("main").filter(|f| f.count_basic_blocks() > 0);
+    if let Some(f) = main {
+        llvm::set_value_name(f.as_value_ref(), REPLAY_MAIN);
+    }
     let instrumented_bitcode = module.write_bitcode_to_memory().as_slice().to_vec();
+    if let Some(f) = main {
+        llvm::set_value_name(f.as_value_ref(), "main");
+    }
+    let replay_function = if function == "main" { REPLAY_MAIN.to_string() } else { function.to_string() };
 
     let mut keep = vec![function];
     if let TargetSpec::Call(callee) = spec {
@@ -101,5 +123,5 @@ pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
         targets = program.function.target_blocks().len(),
         "lowered '{function}'"
     );
-    Ok(Loaded { program, instrumented_bitcode, target_blocks })
+    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, replay_function })
 }

@@ -50,7 +50,25 @@ pub struct Report {
     pub backbones: Vec<Vec<String>>,
     /// Whether a backbone enumeration bound was hit somewhere.
     pub truncated: bool,
+    /// The APC in the paper's notation.
+    pub apc: Option<String>,
+    /// The SMT-LIB 2 query of the APC.
+    pub smtlib: Option<String>,
+    pub witness: Option<WitnessReport>,
     pub timings: BTreeMap<String, f64>,
+}
+
+/// The inputs of a model and what their native replay did.
+#[derive(Clone, Debug, Serialize)]
+pub struct WitnessReport {
+    pub inputs: Vec<crate::witness::ParamInput>,
+    /// `__VERIFIER_nondet_*` results in call order (64-bit; each call keeps its low bits).
+    pub nondet: Vec<u64>,
+    pub replayed: bool,
+    pub reached: bool,
+    /// How the replay ended (`exit 0`, `signal 11`, `timeout`).
+    pub run: String,
+    pub models_tried: u32,
 }
 
 fn node_label(f: &Function, n: Node) -> String {
@@ -84,6 +102,9 @@ impl Report {
                 .collect(),
             backbones: s.backbones.iter().map(|b| path(&b.nodes)).collect(),
             truncated: s.truncated,
+            apc: None,
+            smtlib: None,
+            witness: None,
             timings: BTreeMap::new(),
         }
     }
@@ -114,6 +135,31 @@ impl Report {
         let _ = writeln!(out, "\nbackbones ({}){}:", self.backbones.len(), if self.truncated { " [bound hit: list incomplete]" } else { "" });
         for b in &self.backbones {
             let _ = writeln!(out, "  {}", b.join(" → "));
+        }
+        if let Some(apc) = &self.apc {
+            let _ = writeln!(out, "\nAPC:\n  {apc}");
+        }
+        if let Some(w) = &self.witness {
+            let _ = writeln!(out, "\nwitness (model {}, replay: {}):", w.models_tried, w.run);
+            for i in &w.inputs {
+                match i {
+                    crate::witness::ParamInput::Int { name, width, value } => {
+                        let _ = writeln!(out, "  {name} = {} (i{width})", crate::expr::to_signed(*width, *value));
+                    }
+                    crate::witness::ParamInput::Buffer { name, bytes } => {
+                        let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1);
+                        let shown: Vec<String> = bytes[..end].iter().map(|b| b.to_string()).collect();
+                        let _ = writeln!(out, "  {name} = [{}] ({} bytes)", shown.join(", "), bytes.len());
+                    }
+                    crate::witness::ParamInput::Zero { name, c_type } => {
+                        let _ = writeln!(out, "  {name} = 0 ({c_type})");
+                    }
+                }
+            }
+            if !w.nondet.is_empty() {
+                let v: Vec<String> = w.nondet.iter().map(|x| x.to_string()).collect();
+                let _ = writeln!(out, "  nondet = [{}]", v.join(", "));
+            }
         }
         let _ = writeln!(out, "\nverdict: {}", self.verdict);
         if !self.reason.is_empty() {

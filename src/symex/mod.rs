@@ -8,6 +8,7 @@
 mod calls;
 mod state;
 
+pub use calls::nondet_c_type;
 pub use state::{Inputs, ObjectId, ObjectInfo, ObjectKind, State, SymVal};
 
 use crate::expr::{BvOp, ExprId, ExprPool, Sort};

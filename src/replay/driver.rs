@@ -1,0 +1,142 @@
+//! The generated C driver: defines the target marker and the environment (nondet functions,
+//! `__VERIFIER_assume`), builds the witness's inputs and calls the analysed function.
+//!
+//! The same file is the standalone regression test of `--emit-tests`: it exits 0 exactly when the
+//! target is reached (the marker `_exit(0)`s; every other way out goes through an `atexit` hook
+//! that exits 1).
+
+use crate::ir::{Function, ParamExt, Ty};
+use crate::load::TARGET_MARKER;
+use crate::symex::nondet_c_type;
+use crate::witness::{ParamInput, Witness};
+use std::fmt::Write;
+
+/// Exit status of a run that ended without reaching the target.
+pub const EXIT_NOT_REACHED: i32 = 1;
+/// Exit status when `__VERIFIER_assume` failed.
+pub const EXIT_ASSUME_FAILED: i32 = 3;
+
+/// What the driver needs to know about the program.
+pub struct DriverSpec<'a> {
+    pub function: &'a Function,
+    /// The name to call (`main` is renamed in the replayed code).
+    pub call_name: &'a str,
+    /// Functions declared but not defined by the program.
+    pub declared: &'a [String],
+    /// Names of the targets, by number, for the comment header.
+    pub targets: &'a [String],
+}
+
+fn c_bytes(bytes: &[u8]) -> String {
+    let mut s = String::new();
+    for (i, b) in bytes.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+            if i % 16 == 0 {
+                s.push_str("\n    ");
+            }
+        }
+        let _ = write!(s, "{b}");
+    }
+    s
+}
+
+/// The C type a parameter is passed as, and the value expression for it.
+fn param_c(p: &crate::ir::Param, input: Option<&ParamInput>, buf_index: &mut usize, decls: &mut String) -> (String, String) {
+    match (&p.ty, input) {
+        (Ty::Ptr, Some(ParamInput::Buffer { bytes, .. })) => {
+            let k = *buf_index;
+            *buf_index += 1;
+            let _ = writeln!(decls, "  static unsigned char apc_buf{k}[{}] = {{\n    {}\n  }};", bytes.len().max(1), c_bytes(bytes));
+            ("void *".into(), format!("apc_buf{k}"))
+        }
+        (Ty::Ptr, _) => ("void *".into(), "(void *)0".into()),
+        (Ty::Int(w), Some(ParamInput::Int { value, .. })) => {
+            if *w < 32 {
+                // Narrow parameters travel extended to 32 bits as the callee's ABI attribute says.
+                let v = crate::expr::mask(*w, *value);
+                let ext = match p.ext {
+                    ParamExt::Sign => crate::expr::to_signed(*w, v) as u32 as u64,
+                    _ => v,
+                };
+                ("unsigned int".into(), format!("{ext}u"))
+            } else if *w == 32 {
+                ("unsigned int".into(), format!("{}u", value & 0xffff_ffff))
+            } else {
+                ("unsigned long long".into(), format!("{value}ull"))
+            }
+        }
+        (Ty::Int(w), _) if *w <= 32 => ("unsigned int".into(), "0u".into()),
+        (Ty::Int(_), _) => ("unsigned long long".into(), "0ull".into()),
+        (other, _) => {
+            // Floating point and the like: zero of a type of the same register class is not
+            // expressible in general; pass a double 0 for float types, else a zero pointer-size.
+            if other.to_string().contains("float") || other.to_string().contains("double") {
+                ("double".into(), "0.0".into())
+            } else {
+                ("unsigned long long".into(), "0ull".into())
+            }
+        }
+    }
+}
+
+/// Generates the driver's C source for one witness.
+pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
+    let f = spec.function;
+    let mut out = String::new();
+    let _ = writeln!(out, "/* apc-llvm replay driver for {}() — targets: {} */", f.name, spec.targets.join(", "));
+    let _ = writeln!(
+        out,
+        "/* Exits 0 exactly when a target block is entered; the target number goes to fd 3 if open. */"
+    );
+    out.push_str("#include <stdlib.h>\n#include <unistd.h>\n\n");
+    let _ = writeln!(out, "static void apc_not_reached(void) {{ _exit({EXIT_NOT_REACHED}); }}");
+    let _ = writeln!(
+        out,
+        "void {TARGET_MARKER}(int id) {{\n  char msg[16]; int n = 0; unsigned v = (unsigned)id;\n  char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  (void)!write(3, msg, (size_t)n);\n  _exit(0);\n}}\n"
+    );
+    // The nondet stream.
+    let values: Vec<String> = w.nondet.iter().map(|v| format!("{v}ull")).collect();
+    let _ = writeln!(
+        out,
+        "static const unsigned long long apc_stream[{}] = {{ {} }};",
+        values.len().max(1),
+        if values.is_empty() { "0".to_string() } else { values.join(", ") }
+    );
+    let _ = writeln!(out, "static unsigned long apc_pos = 0;");
+    let _ = writeln!(
+        out,
+        "static unsigned long long apc_next(void) {{ return apc_pos < {} ? apc_stream[apc_pos++] : (apc_pos++, 0ull); }}\n",
+        w.nondet.len()
+    );
+    for name in spec.declared {
+        if let Some(suffix) = name.strip_prefix("__VERIFIER_nondet_") {
+            let ty = nondet_c_type(suffix).unwrap_or("long long");
+            if ty == "_Bool" {
+                let _ = writeln!(out, "_Bool {name}(void) {{ return (_Bool)(apc_next() & 1); }}");
+            } else {
+                let _ = writeln!(out, "{ty} {name}(void) {{ return ({ty})apc_next(); }}");
+            }
+        }
+    }
+    if spec.declared.iter().any(|n| n == "__VERIFIER_assume") {
+        let _ = writeln!(out, "void __VERIFIER_assume(int c) {{ if (!c) _exit({EXIT_ASSUME_FAILED}); }}");
+    }
+    // The call.
+    let mut decls = String::new();
+    let mut buf_index = 0;
+    let mut types = vec![];
+    let mut args = vec![];
+    for (k, p) in f.params.iter().enumerate() {
+        let (t, v) = param_c(p, w.params.get(k), &mut buf_index, &mut decls);
+        types.push(t);
+        args.push(v);
+    }
+    let proto = if types.is_empty() { "void".to_string() } else { types.join(", ") };
+    let _ = writeln!(out, "\nvoid {}({proto});\n", spec.call_name);
+    out.push_str("int main(void) {\n  atexit(apc_not_reached);\n");
+    out.push_str(&decls);
+    let _ = writeln!(out, "  {}({});", spec.call_name, args.join(", "));
+    let _ = writeln!(out, "  return {EXIT_NOT_REACHED};\n}}");
+    out
+}

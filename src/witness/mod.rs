@@ -1,0 +1,122 @@
+//! Turning a model of the APC into concrete inputs: parameter values, the bytes of the buffers
+//! behind pointer parameters, and the sequence of `__VERIFIER_nondet_*` results.
+
+use crate::apc::Apc;
+use crate::expr::{children_of, Expr, ExprId, ExprPool};
+use crate::ir::{Program, Ty};
+use crate::solve::ModelView;
+use crate::symex::ObjectKind;
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+
+/// Bytes after the last byte the APC constrains: zero, so that strings end and loops that read
+/// a little further than the APC says still find defined memory.
+pub const BUFFER_SLACK: usize = 64;
+/// Largest buffer or input stream a witness materialises.
+const MAX_INPUT_LEN: u64 = 1 << 20;
+
+/// The value of one parameter of `--function`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ParamInput {
+    /// An integer parameter: `value` holds its bits, zero-extended.
+    Int { name: String, width: u32, value: u64 },
+    /// A pointer parameter: a fresh buffer with these bytes.
+    Buffer { name: String, bytes: Vec<u8> },
+    /// A parameter of a type the tool cannot build (floating point, ...): zero.
+    Zero { name: String, c_type: String },
+}
+
+impl ParamInput {
+    pub fn name(&self) -> &str {
+        match self {
+            ParamInput::Int { name, .. } | ParamInput::Buffer { name, .. } | ParamInput::Zero { name, .. } => name,
+        }
+    }
+}
+
+/// Concrete inputs for one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Witness {
+    pub params: Vec<ParamInput>,
+    /// Results of the nondet calls in call order, as 64-bit values (each call keeps its low bits).
+    pub nondet: Vec<u64>,
+}
+
+/// The symbol an array expression ultimately stores into (through stores).
+fn array_root(pool: &ExprPool, mut a: ExprId) -> ExprId {
+    while let Expr::Store { array, .. } = pool.get(a) {
+        a = *array;
+    }
+    a
+}
+
+/// Loads `(array root, offset, bytes)` reachable from `root`.
+fn loads_in(pool: &ExprPool, root: ExprId) -> Vec<(ExprId, ExprId, u32)> {
+    let mut out = vec![];
+    let mut seen = HashSet::new();
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
+        let node = pool.get(e);
+        if let Expr::Load { array, offset, width } = node {
+            out.push((array_root(pool, *array), *offset, width / 8));
+        }
+        stack.extend(children_of(node));
+    }
+    out
+}
+
+/// Builds the witness from a model of `apc.formula`.
+pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, m: &mut ModelView) -> Witness {
+    let loads = loads_in(pool, apc.formula);
+    let mut params = vec![];
+    for p in &program.function.params {
+        match &p.ty {
+            Ty::Int(w) => {
+                let sym = apc.inputs.params.iter().find(|(n, _, _)| *n == p.name).map(|(_, s, _)| *s);
+                let value = sym.and_then(|s| m.eval(s)).unwrap_or(0);
+                params.push(ParamInput::Int { name: p.name.clone(), width: *w, value });
+            }
+            Ty::Ptr => {
+                let obj = apc
+                    .inputs
+                    .objects
+                    .iter()
+                    .find(|o| matches!(&o.kind, ObjectKind::ParamBuffer { param } if *param == p.name));
+                let mut bytes = vec![];
+                if let Some(obj) = obj {
+                    let mut needed = 0u64;
+                    for (root, off, n) in &loads {
+                        if *root == obj.initial {
+                            if let Some(o) = m.eval(*off) {
+                                if o < MAX_INPUT_LEN {
+                                    needed = needed.max(o + *n as u64);
+                                }
+                            }
+                        }
+                    }
+                    bytes = (0..needed).map(|k| m.eval_element(obj.initial, k).unwrap_or(0) as u8).collect();
+                }
+                bytes.extend(std::iter::repeat_n(0, BUFFER_SLACK));
+                params.push(ParamInput::Buffer { name: p.name.clone(), bytes });
+            }
+            other => params.push(ParamInput::Zero { name: p.name.clone(), c_type: other.to_string() }),
+        }
+    }
+    let mut nondet = vec![];
+    if let Some(stream) = apc.inputs.nondet_stream {
+        let mut len = 0u64;
+        let mut evaluated: HashMap<ExprId, Option<u64>> = HashMap::new();
+        for call in &apc.inputs.nondet_calls {
+            let idx = *evaluated.entry(call.index).or_insert_with(|| m.eval(call.index));
+            if let Some(i) = idx.filter(|&i| i < MAX_INPUT_LEN) {
+                len = len.max(i + 1);
+            }
+        }
+        nondet = (0..len).map(|k| m.eval_element(stream, k).unwrap_or(0)).collect();
+    }
+    Witness { params, nondet }
+}

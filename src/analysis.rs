@@ -61,7 +61,10 @@ pub fn run(config: &Config) -> Result<Report> {
         }
         Outcome::Sat(w) => {
             let t3 = Instant::now();
-            let replayer = Replayer::new(&loaded, config.keep_temps)?;
+            let mut replayer = Replayer::new(&loaded, config.keep_temps)?;
+            let left = config.timeout.saturating_sub(t0.elapsed());
+            replayer.limits.wall = replayer.limits.wall.min(left).max(Duration::from_millis(200));
+            replayer.limits.cpu_seconds = replayer.limits.wall.as_secs() + 1;
             let run = replayer.run(&w)?;
             report.timings.insert("replay".into(), t3.elapsed().as_secs_f64());
             let reached = run.reached.is_some();

@@ -24,7 +24,7 @@ fn running_example_has_one_loop_with_two_iterations_and_one_backbone() {
     assert_eq!(bb.first().unwrap(), "entry");
     assert!(bb.contains(&"for.cond".to_string()));
     assert_eq!(bb.last().unwrap(), &strings(&r["target"])[0]);
-    assert_eq!(r["verdict"], "unknown");
+    assert_ne!(r["verdict"], "unreachable", "the target is reachable: {r:#}");
 }
 
 /// The shape of the paper's Figure 2: the outer loop is entered at a different node on each

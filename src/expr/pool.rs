@@ -256,6 +256,13 @@ impl ExprPool {
             if a == b {
                 return self.bool(matches!(p, Eq | Uge | Ule | Sge | Sle));
             }
+            // ite(c, k1, k2) ⋈ k  →  ite(c, k1 ⋈ k, k2 ⋈ k): turns C's int-as-bool back into c.
+            if let (Expr::Ite(c, x, y), Some(_)) = (self.get(a).clone(), self.as_const(b)) {
+                if self.as_const(x).is_some() && self.as_const(y).is_some() {
+                    let (l, r) = (self.cmp(p, x, b), self.cmp(p, y, b));
+                    return self.ite(c, l, r);
+                }
+            }
         }
         if let Some(s) = self.absorb(&[a, b], Sort::Bool) {
             return s;
@@ -616,6 +623,20 @@ mod tests {
         let f = p.ff();
         let conj = p.and([f, c]);
         assert_eq!(p.as_bool(conj), Some(false), "false ∧ ⋆ = false");
+    }
+
+    #[test]
+    fn comparisons_distribute_over_constant_ites() {
+        let mut p = ExprPool::new();
+        let x = x32(&mut p);
+        let c = p.bv(32, 100);
+        let gt = p.cmp(IntPredicate::Sgt, x, c);
+        let as_int = p.bool_to_bv(gt, 32, false);
+        let zero = p.bv(32, 0);
+        let back = p.cmp(IntPredicate::Ne, as_int, zero);
+        assert_eq!(back, gt, "(ite(c,1,0) ≠ 0) = c");
+        let eq0 = p.cmp(IntPredicate::Eq, as_int, zero);
+        assert_eq!(p.get(eq0), &Expr::Cmp(IntPredicate::Sle, x, c));
     }
 
     #[test]

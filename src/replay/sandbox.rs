@@ -130,6 +130,7 @@ pub fn run(dir: &Path, limits: Limits) -> std::io::Result<RunOutcome> {
     use std::os::unix::process::ExitStatusExt;
     let status = match (status.code(), status.signal()) {
         (Some(c), _) => format!("exit {c}"),
+        (_, Some(libc::SIGXCPU)) => "cpu time limit".into(),
         (_, Some(s)) => format!("signal {s}"),
         _ => "unknown".into(),
     };

@@ -1,18 +1,20 @@
-//! The pipeline, stage by stage: load → cfg → (symex/summary → apc → solve → witness → replay) → report.
+//! The pipeline, stage by stage: load → cfg → symex/summary → apc → solve → witness → replay →
+//! report. [`run`] drives it; the witness search loop lives in [`search`].
 
-use crate::apc;
+use crate::apc::{self, unfold::unfold, Apc};
 use crate::cfg::{Flowgraph, Limits, Structure};
-use crate::expr::{ExprPool, Printer};
-use crate::replay::Replayer;
-use crate::report::WitnessReport;
-use crate::solve::{self, Outcome};
-use crate::witness;
-use std::time::Duration;
 use crate::config::Config;
 use crate::error::Result;
-use crate::load;
-use crate::report::{Report, Verdict};
-use std::time::Instant;
+use crate::expr::{ExprId, ExprPool, Printer};
+use crate::ir::{IntPredicate, Program};
+use crate::load::{self, Loaded};
+use crate::replay::Replayer;
+use crate::report::{Report, Verdict, WitnessReport};
+use crate::solve::{self, ModelView, Outcome};
+use crate::witness::{self, ParamInput, Witness};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tracing::info;
 
 /// Runs the analysis described by `config`.
@@ -38,52 +40,187 @@ pub fn run(config: &Config) -> Result<Report> {
     }
 
     let t2 = Instant::now();
-    let mut pool = ExprPool::new();
-    let apc = apc::build(&loaded.program, &structure, &mut pool);
+    let (apc, pool) = apc::build(&loaded.program, &structure);
     report.apc = Some(Printer::new(&pool).print(apc.formula));
+    for (loop_id, summary) in &apc.summaries {
+        let (theta, phi) = summary.describe(&pool);
+        let l = &mut report.loops[loop_id.0 as usize];
+        l.iterated_state = theta.into_iter().collect();
+        l.looping_condition = Some(phi);
+        l.counters = summary.counters.iter().map(|&c| Printer::new(&pool).print(c)).collect();
+    }
+    report.smtlib = Some(solve::smtlib(&pool, apc.formula));
     report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
     info!(nodes = pool.len(), "APC built");
 
-    let remaining = config.timeout.saturating_sub(t0.elapsed()).max(Duration::from_millis(100));
-    let answer = solve::check(&pool, apc.formula, remaining, |m| witness::from_model(&loaded.program, &apc, &pool, m));
-    report.smtlib = Some(answer.smtlib);
-    report.timings.insert("solve_apc".into(), answer.seconds);
-    match answer.outcome {
-        Outcome::Unsat if apc.complete => {
-            report.verdict = Verdict::Unreachable;
-            report.reason = "the abstract path condition is unsatisfiable".into();
-        }
-        Outcome::Unsat => {
-            report.reason = "the APC of the enumerated backbones is unsatisfiable, but the backbone bound was hit".into();
-        }
-        Outcome::Unknown(why) => {
-            report.reason = format!("the solver gave no answer ({why})");
-        }
-        Outcome::Sat(w) => {
-            let t3 = Instant::now();
-            let mut replayer = Replayer::new(&loaded, config.keep_temps)?;
-            let left = config.timeout.saturating_sub(t0.elapsed());
-            replayer.limits.wall = replayer.limits.wall.min(left).max(Duration::from_millis(200));
-            replayer.limits.cpu_seconds = replayer.limits.wall.as_secs() + 1;
-            let run = replayer.run(&w)?;
-            report.timings.insert("replay".into(), t3.elapsed().as_secs_f64());
-            let reached = run.reached.is_some();
-            if reached {
-                report.verdict = Verdict::Reachable;
-                report.reason = "a native run on the model's inputs entered the target".into();
-            } else {
-                report.reason = format!("the model's inputs did not reach the target natively ({})", run.status);
-            }
-            report.witness = Some(WitnessReport {
-                inputs: w.params.clone(),
-                nondet: w.nondet.clone(),
-                replayed: true,
-                reached,
-                run: run.status,
-                models_tried: 1,
-            });
-        }
-    }
+    search(config, &loaded, apc, pool, t0, &mut report)?;
     report.timings.insert("total".into(), t0.elapsed().as_secs_f64());
     Ok(report)
+}
+
+/// What one model yields: the witness and the values of the path counters.
+type ModelData = (Witness, BTreeMap<String, u64>);
+
+/// The witness search (DESIGN.md section 6): race the quantified APC against APC^K; replay a
+/// model natively; when it misses the target, block it, raise K, and ask again, until the
+/// budget runs out.
+fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instant, report: &mut Report) -> Result<()> {
+    let apc = Arc::new(apc);
+    let program = Arc::new(loaded.program.clone());
+    let counters: Vec<ExprId> = apc.summaries.iter().flat_map(|(_, s)| s.counters.clone()).collect();
+    let counter_syms = counters.clone();
+    let extract: Arc<dyn Fn(&ExprPool, ExprId, &mut ModelView) -> ModelData + Send + Sync> = {
+        let (apc, program) = (apc.clone(), program.clone());
+        Arc::new(move |pool: &ExprPool, solved: ExprId, m: &mut ModelView| {
+            let w = witness::from_model(&program, &apc, pool, solved, m);
+            let c = counters.iter().filter_map(|&c| m.eval(c).map(|v| (Printer::new(pool).print(c), v))).collect();
+            (w, c)
+        })
+    };
+    let has_quantifiers = report.apc.as_deref().is_some_and(|s| s.contains('∀') || s.contains('∃'));
+    let mut pool = Arc::new(pool);
+    let mut k = config.unfold_k;
+    let mut blocking: Vec<ExprId> = vec![];
+    let mut replayer: Option<Replayer> = None;
+    let mut models = 0u32;
+    let timing = |report: &mut Report, key: &str, secs: f64| {
+        *report.timings.entry(key.to_string()).or_insert(0.0) += secs;
+    };
+    loop {
+        let left = config.timeout.saturating_sub(t0.elapsed());
+        if left < Duration::from_millis(50) {
+            report.reason = format!("the time budget ran out after {models} model(s)");
+            return Ok(());
+        }
+        // The queries: the APC itself and, when it has quantifiers, its unfolding APC^K.
+        let p = Arc::make_mut(&mut pool);
+        let base = p.and(std::iter::once(apc.formula).chain(blocking.iter().copied()));
+        let mut queries = vec![("solve_apc".to_string(), base)];
+        let mut bounded = None;
+        if has_quantifiers {
+            let tu = Instant::now();
+            let unfolded = unfold(p, apc.formula, k);
+            let unfolded = p.and(std::iter::once(unfolded).chain(blocking.iter().copied()));
+            // With every κ < K all instances of each ∀τ are present: models of this query are
+            // far more likely to be real. Used for witnesses only, never for verdicts.
+            let kk = p.bv(64, k as u64);
+            let bounds: Vec<ExprId> = counter_syms.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
+            bounded = Some(p.and(std::iter::once(unfolded).chain(bounds)));
+            timing(report, "unfold", tu.elapsed().as_secs_f64());
+            queries.push(("solve_apc_k".to_string(), unfolded));
+        }
+        let results = solve::race(pool.clone(), queries, left, extract.clone());
+        for r in &results {
+            timing(report, &r.name, r.answer.seconds);
+        }
+        let Some(mut last) = results.into_iter().last().filter(|r| r.answer.outcome.is_definite()) else {
+            report.reason = "the solver gave no answer within the time budget".into();
+            return Ok(());
+        };
+        if let (Outcome::Sat(_), Some(b)) = (&last.answer.outcome, bounded) {
+            let left = config.timeout.saturating_sub(t0.elapsed()).min(Duration::from_secs(10));
+            let refined = solve::check(&pool, b, left, |m| extract(&pool, b, m));
+            timing(report, "solve_apc_k_bounded", refined.seconds);
+            if let Outcome::Sat(_) = refined.outcome {
+                last.answer = refined;
+            }
+        }
+        info!(query = %last.name, k, "definite answer");
+        match last.answer.outcome {
+            Outcome::Unsat if blocking.is_empty() && apc.complete => {
+                report.verdict = Verdict::Unreachable;
+                report.reason = format!(
+                    "the abstract path condition is unsatisfiable ({})",
+                    if last.name == "solve_apc" { "quantified APC".to_string() } else { format!("APC^K, K = {k}") }
+                );
+                return Ok(());
+            }
+            Outcome::Unsat if blocking.is_empty() => {
+                report.reason = "the APC of the enumerated backbones is unsatisfiable, but the backbone bound was hit".into();
+                return Ok(());
+            }
+            Outcome::Unsat => {
+                report.reason = format!("no further model: {models} model(s) tried, none reached the target natively");
+                return Ok(());
+            }
+            Outcome::Unknown(_) => unreachable!("filtered above"),
+            Outcome::Sat((w, counter_values)) => {
+                models += 1;
+                let tr = Instant::now();
+                if replayer.is_none() {
+                    replayer = Some(Replayer::new(loaded, config.keep_temps)?);
+                }
+                let rp = replayer.as_mut().expect("just built");
+                let left = config.timeout.saturating_sub(t0.elapsed());
+                rp.limits.wall = rp.limits.wall.min(left).max(Duration::from_millis(200));
+                rp.limits.cpu_seconds = rp.limits.wall.as_secs() + 1;
+                let run = rp.run(&w)?;
+                timing(report, "replay", tr.elapsed().as_secs_f64());
+                let reached = run.reached.is_some();
+                report.witness = Some(WitnessReport {
+                    inputs: w.params.clone(),
+                    nondet: w.nondet.clone(),
+                    replayed: true,
+                    reached,
+                    run: run.status.clone(),
+                    models_tried: models,
+                    counters: counter_values,
+                });
+                if reached {
+                    report.verdict = Verdict::Reachable;
+                    report.reason = "a native run on the model's inputs entered the target".into();
+                    return Ok(());
+                }
+                report.reason = format!("the model's inputs did not reach the target natively ({})", run.status);
+                if models >= config.max_models {
+                    report.reason.push_str(&format!("; gave up after {models} model(s)"));
+                    return Ok(());
+                }
+                // Block this model (on the inputs it fixes) and widen the unfolding.
+                let p = Arc::make_mut(&mut pool);
+                match block(p, &program, &apc, &w) {
+                    Some(b) => blocking.push(b),
+                    None => return Ok(()),
+                }
+                k = (k * 2).min(config.max_unfold_k);
+            }
+        }
+    }
+}
+
+/// A formula excluding the inputs of `w`: some parameter, buffer byte or nondet value differs.
+fn block(pool: &mut ExprPool, program: &Program, apc: &Apc, w: &Witness) -> Option<ExprId> {
+    let mut differs = vec![];
+    for (p, input) in program.function.params.iter().zip(&w.params) {
+        match input {
+            ParamInput::Int { value, width, .. } => {
+                if let Some((_, sym, _)) = apc.inputs.params.iter().find(|(n, _, _)| *n == p.name) {
+                    let v = if *width == 1 { pool.bool(*value & 1 == 1) } else { pool.bv(*width, *value) };
+                    differs.push(pool.cmp(IntPredicate::Ne, *sym, v));
+                }
+            }
+            ParamInput::Buffer { bytes, .. } => {
+                let obj = apc.inputs.objects.iter().find(|o| matches!(&o.kind, crate::symex::ObjectKind::ParamBuffer { param } if *param == p.name));
+                if let Some(obj) = obj {
+                    let meaningful = bytes.len().saturating_sub(witness::BUFFER_SLACK);
+                    for (k, b) in bytes.iter().take(meaningful).enumerate() {
+                        let off = pool.bv(64, k as u64);
+                        let cell = pool.load(obj.initial, off, 8);
+                        let v = pool.bv(8, *b as u64);
+                        differs.push(pool.cmp(IntPredicate::Ne, cell, v));
+                    }
+                }
+            }
+            ParamInput::Zero { .. } => {}
+        }
+    }
+    if let Some(stream) = apc.inputs.nondet_stream {
+        for (k, v) in w.nondet.iter().enumerate() {
+            let idx = pool.bv(64, k as u64);
+            let cell = pool.select(stream, idx);
+            let val = pool.bv(64, *v);
+            differs.push(pool.cmp(IntPredicate::Ne, cell, val));
+        }
+    }
+    (!differs.is_empty()).then(|| pool.or(differs))
 }

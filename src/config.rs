@@ -16,6 +16,12 @@ pub struct Config {
     /// Bound on backbones enumerated per program or loop; hitting it is reported and forbids an
     /// `unreachable` verdict.
     pub max_backbones: usize,
+    /// Unfolding bound K of APC^K (section 6 of the APC paper; the paper used 25).
+    pub unfold_k: u32,
+    /// Largest K the witness search raises the bound to.
+    pub max_unfold_k: u32,
+    /// Models replayed before giving up.
+    pub max_models: u32,
     /// Keep the replay's temporary directory (driver, executable) for inspection.
     pub keep_temps: bool,
 }
@@ -29,6 +35,9 @@ impl Config {
             timeout: Duration::from_secs(60),
             max_backbones: 4096,
             keep_temps: false,
+            unfold_k: 25,
+            max_unfold_k: 200,
+            max_models: 8,
         }
     }
 }

@@ -43,6 +43,12 @@ struct Cli {
     /// Bound on the backbones enumerated per program or loop (hitting it forbids `unreachable`)
     #[arg(long, value_name = "N", default_value_t = 4096)]
     max_backbones: usize,
+    /// Unfolding bound K of APC^K, raised when a model does not replay
+    #[arg(long, value_name = "K", default_value_t = 25)]
+    unfold: u32,
+    /// Models to replay before answering unknown
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    max_models: u32,
     /// Keep the replay's temporary files (driver source, executable) and print where they are
     #[arg(long)]
     keep_temps: bool,
@@ -79,6 +85,12 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     config.timeout = Duration::from_secs_f64(cli.timeout);
     config.max_backbones = cli.max_backbones;
     config.keep_temps = cli.keep_temps;
+    if cli.unfold == 0 || cli.max_models == 0 {
+        return Err(Error::bad_input("--unfold and --max-models must be at least 1"));
+    }
+    config.unfold_k = cli.unfold;
+    config.max_unfold_k = config.max_unfold_k.max(cli.unfold);
+    config.max_models = cli.max_models;
     Ok(config)
 }
 

@@ -1,10 +1,15 @@
-//! The abstract path condition: apc_π for every backbone π (Algorithm 1), and their disjunction.
+//! The abstract path condition: apc_π for every backbone π (Algorithm 1 of the APC paper), and
+//! their disjunction. Loop entries on a path apply the loop's summary (see `summary`).
 
-use crate::cfg::{Backbone, Node, Structure};
+pub mod unfold;
+
+use crate::cfg::{LoopId, Node, Structure};
 use crate::expr::{Expr, ExprId, ExprPool, Printer};
 use crate::ir::Program;
-use crate::summary;
-use crate::symex::{Executor, Inputs};
+use crate::summary::{LoopSummary, SummaryKey};
+use crate::symex::{Executor, Inputs, State};
+use std::collections::HashMap;
+use std::sync::Arc as Rc;
 use tracing::debug;
 
 /// The conjunction of the tests along one backbone.
@@ -14,8 +19,6 @@ pub struct BackboneApc {
     pub backbone: usize,
     pub tests: Vec<ExprId>,
     pub formula: ExprId,
-    /// Loops on this backbone summarised only coarsely (all they touch forgotten).
-    pub havocked_loops: usize,
 }
 
 /// The APC of a program: a necessary condition on the inputs to reach the target.
@@ -27,14 +30,15 @@ pub struct Apc {
     /// Whether `formula` covers every backbone: only then does its unsatisfiability prove the
     /// target unreachable.
     pub complete: bool,
+    /// The summary computed for each loop (first context met), for the report.
+    pub summaries: Vec<(LoopId, Rc<LoopSummary>)>,
 }
 
 /// Adds a test to a conjunction: ⋆ tests are dropped (sound), conjunctions are split so that a
 /// ⋆ in one conjunct does not cost the others.
 pub fn push_test(pool: &ExprPool, tests: &mut Vec<ExprId>, t: ExprId) {
     match pool.get(t) {
-        Expr::Star(_) => {}
-        Expr::Bool(true) => {}
+        Expr::Star(_) | Expr::Bool(true) => {}
         Expr::And(xs) => {
             for &x in xs.clone().iter() {
                 push_test(pool, tests, x);
@@ -48,46 +52,100 @@ pub fn push_test(pool: &ExprPool, tests: &mut Vec<ExprId>, t: ExprId) {
     }
 }
 
-/// Symbolically executes backbone `bb` and returns its tests (Algorithm 1).
-pub fn execute_backbone(program: &Program, structure: &Structure, pool: &mut ExprPool, inputs: &mut Inputs, index: usize, bb: &Backbone) -> BackboneApc {
-    let mut ex = Executor::new(program, pool, inputs);
-    let mut st = ex.initial_state();
-    let mut tests = vec![];
-    let mut havocked = 0;
-    let nodes = &bb.nodes;
-    for (pos, &node) in nodes.iter().enumerate() {
-        let b = node.block();
-        let pred = pos.checked_sub(1).map(|p| nodes[p].block());
-        ex.exec_phis(&mut st, b, pred);
-        if let Some(loop_id) = bb.loop_at(pos) {
-            summary::havoc_loop(program, ex.pool, ex.inputs, &mut st, structure.get(loop_id));
-            havocked += 1;
-        }
-        // The target is reached on entering its block: its body is not executed.
-        if pos + 1 == nodes.len() || matches!(node, Node::Back(_)) {
-            break;
-        }
-        for t in ex.exec_body(&mut st, b) {
-            push_test(ex.pool, &mut tests, t);
-        }
-        let next = nodes[pos + 1].block();
-        for t in ex.edge_tests(&mut st, b, next) {
-            push_test(ex.pool, &mut tests, t);
-        }
-    }
-    let formula = pool.and(tests.iter().copied());
-    BackboneApc { backbone: index, tests, formula, havocked_loops: havocked }
+/// The result of executing one path.
+pub struct PathResult {
+    pub state: State,
+    pub tests: Vec<ExprId>,
+    /// Path counters and auxiliary symbols introduced on the path by loop summaries: existentially
+    /// quantified over the path's condition.
+    pub fresh: Vec<ExprId>,
 }
 
-/// Builds the APC: the disjunction of apc_π over all backbones.
-pub fn build(program: &Program, structure: &Structure, pool: &mut ExprPool) -> Apc {
-    let mut inputs = Inputs::default();
-    let mut backbones = vec![];
-    for (i, bb) in structure.backbones.iter().enumerate() {
-        let a = execute_backbone(program, structure, pool, &mut inputs, i, bb);
-        debug!(backbone = i, apc = %Printer::new(pool).print(a.formula), "apc of backbone");
-        backbones.push(a);
+/// Builds APCs: owns the expression pool, the inputs, and the cache of loop summaries.
+pub struct ApcBuilder<'a> {
+    pub program: &'a Program,
+    pub structure: &'a Structure,
+    pub pool: ExprPool,
+    pub inputs: Inputs,
+    pub(crate) summaries: HashMap<SummaryKey, Rc<LoopSummary>>,
+    pub(crate) first_summary: Vec<(LoopId, Rc<LoopSummary>)>,
+    pub(crate) next_counter: u32,
+    pub(crate) next_aux: u32,
+}
+
+impl<'a> ApcBuilder<'a> {
+    pub fn new(program: &'a Program, structure: &'a Structure) -> Self {
+        ApcBuilder {
+            program,
+            structure,
+            pool: ExprPool::new(),
+            inputs: Inputs::default(),
+            summaries: HashMap::new(),
+            first_summary: vec![],
+            next_counter: 0,
+            next_aux: 0,
+        }
     }
-    let formula = pool.or(backbones.iter().map(|b| b.formula));
-    Apc { formula, backbones, inputs, complete: !structure.truncated }
+
+    pub fn executor(&mut self) -> Executor<'_> {
+        Executor::new(self.program, &mut self.pool, &mut self.inputs)
+    }
+
+    /// Executes `nodes` from state `st` (Algorithm 1). When `iteration` is set, the path is an
+    /// iteration of a loop: its first node's phi nodes are the loop variables already in `st`,
+    /// and the final `Back(v)` node evaluates v's phi nodes for the next iteration.
+    pub fn execute_path(&mut self, nodes: &[Node], entries: &[(usize, LoopId)], mut st: State, iteration: bool) -> PathResult {
+        let mut tests = vec![];
+        let mut fresh = vec![];
+        for (pos, &node) in nodes.iter().enumerate() {
+            let b = node.block();
+            if !(iteration && pos == 0) {
+                let pred = pos.checked_sub(1).map(|p| nodes[p].block());
+                self.executor().exec_phis(&mut st, b, pred);
+            }
+            // The target is reached on entering its block; Back(v) ends an iteration.
+            if pos + 1 == nodes.len() || matches!(node, Node::Back(_)) {
+                break;
+            }
+            if let Some(&(_, loop_id)) = entries.iter().find(|(p, _)| *p == pos) {
+                let (loop_tests, loop_fresh) = self.apply_loop(loop_id, &mut st);
+                for t in loop_tests {
+                    push_test(&self.pool, &mut tests, t);
+                }
+                fresh.extend(loop_fresh);
+            }
+            let body_tests = self.executor().exec_body(&mut st, b);
+            for t in body_tests {
+                push_test(&self.pool, &mut tests, t);
+            }
+            let next = nodes[pos + 1].block();
+            let edge = self.executor().edge_tests(&mut st, b, next);
+            for t in edge {
+                push_test(&self.pool, &mut tests, t);
+            }
+        }
+        PathResult { state: st, tests, fresh }
+    }
+
+    /// Builds the APC: the disjunction of apc_π over all backbones of the function.
+    pub fn build(mut self) -> (Apc, ExprPool) {
+        let mut backbones = vec![];
+        let structure = self.structure;
+        for (i, bb) in structure.backbones.iter().enumerate() {
+            let st = self.executor().initial_state();
+            let r = self.execute_path(&bb.nodes, &bb.entries, st, false);
+            // Counters stay free: the whole APC is existentially closed by satisfiability.
+            let formula = self.pool.and(r.tests.iter().copied());
+            debug!(backbone = i, apc = %Printer::new(&self.pool).print(formula), "apc of backbone");
+            backbones.push(BackboneApc { backbone: i, tests: r.tests, formula });
+        }
+        let formula = self.pool.or(backbones.iter().map(|b| b.formula));
+        let apc = Apc { formula, backbones, inputs: self.inputs, complete: !structure.truncated, summaries: self.first_summary };
+        (apc, self.pool)
+    }
+}
+
+/// Builds the APC of `program` along the backbones of `structure`.
+pub fn build(program: &Program, structure: &Structure) -> (Apc, ExprPool) {
+    ApcBuilder::new(program, structure).build()
 }

@@ -89,7 +89,18 @@ impl<'a> Printer<'a> {
     fn atom(&self, e: ExprId, out: &mut String, depth: usize) {
         let atomic = matches!(
             self.pool.get(e),
-            Expr::Bool(_) | Expr::Const { .. } | Expr::Symbol { .. } | Expr::Star(_) | Expr::Ite(..) | Expr::Load { .. } | Expr::Select(..)
+            Expr::Bool(_)
+                | Expr::Const { .. }
+                | Expr::Symbol { .. }
+                | Expr::Star(_)
+                | Expr::Ite(..)
+                | Expr::Load { .. }
+                | Expr::Select(..)
+                | Expr::ZExt(..)
+                | Expr::SExt(..)
+                | Expr::Extract { .. }
+                | Expr::Forall(..)
+                | Expr::Exists(..)
         );
         if atomic {
             self.go(e, out, depth);

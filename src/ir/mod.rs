@@ -200,6 +200,30 @@ pub enum InstKind {
     Unknown { opcode: String },
 }
 
+impl InstKind {
+    /// Every operand the instruction reads.
+    pub fn operands(&self) -> Vec<&Operand> {
+        match self {
+            InstKind::Binary { lhs, rhs, .. } | InstKind::ICmp { lhs, rhs, .. } => vec![lhs, rhs],
+            InstKind::Select { cond, then_val, else_val } => vec![cond, then_val, else_val],
+            InstKind::Cast { val, .. } => vec![val],
+            InstKind::Phi { incoming } => incoming.iter().map(|(_, o)| o).collect(),
+            InstKind::Alloca { count, .. } => vec![count],
+            InstKind::Load { ptr } => vec![ptr],
+            InstKind::Store { ptr, val, .. } => vec![ptr, val],
+            InstKind::PtrOffset { base, terms, .. } => std::iter::once(base).chain(terms.iter().map(|(o, _)| o)).collect(),
+            InstKind::Call { callee, args } => {
+                let mut v: Vec<&Operand> = args.iter().collect();
+                if let Callee::Indirect(o) = callee {
+                    v.push(o);
+                }
+                v
+            }
+            InstKind::Unknown { .. } => vec![],
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inst {
     /// The SSA value this instruction defines, if it produces one.
@@ -222,6 +246,16 @@ pub enum Terminator {
 }
 
 impl Terminator {
+    /// Every operand the terminator reads.
+    pub fn operands(&self) -> Vec<&Operand> {
+        match self {
+            Terminator::Branch { cond, .. } => vec![cond],
+            Terminator::Switch { value, .. } => vec![value],
+            Terminator::Return(Some(v)) => vec![v],
+            _ => vec![],
+        }
+    }
+
     /// Successor blocks in order, possibly with repetitions (a switch may jump to one block twice).
     pub fn successors(&self) -> Vec<BlockId> {
         match self {

@@ -34,6 +34,12 @@ pub struct LoopReport {
     pub backbones: Vec<Vec<String>>,
     pub nested: Vec<u32>,
     pub truncated: bool,
+    /// Path counters κ of the loop's iteration backbones, in backbone order.
+    pub counters: Vec<String>,
+    /// θ^κ: the value of each carried variable after the iterations (paper notation).
+    pub iterated_state: BTreeMap<String, String>,
+    /// φ^κ.
+    pub looping_condition: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -69,6 +75,8 @@ pub struct WitnessReport {
     /// How the replay ended (`exit 0`, `signal 11`, `timeout`).
     pub run: String,
     pub models_tried: u32,
+    /// Model values of the path counters.
+    pub counters: BTreeMap<String, u64>,
 }
 
 fn node_label(f: &Function, n: Node) -> String {
@@ -98,6 +106,9 @@ impl Report {
                     backbones: l.backbones.iter().map(|b| path(&b.nodes)).collect(),
                     nested: l.nested.iter().map(|n| n.0).collect(),
                     truncated: l.truncated,
+                    counters: vec![],
+                    iterated_state: BTreeMap::new(),
+                    looping_condition: None,
                 })
                 .collect(),
             backbones: s.backbones.iter().map(|b| path(&b.nodes)).collect(),
@@ -128,8 +139,15 @@ impl Report {
                 let _ = writeln!(out, "     nested: {}", nested.join(", "));
             }
             let _ = writeln!(out, "     iterations (backbones of P(C, {})): {}", l.entry, l.backbones.len());
-            for b in &l.backbones {
-                let _ = writeln!(out, "       {}", b.join(" → "));
+            for (k, b) in l.backbones.iter().enumerate() {
+                let counter = l.counters.get(k).map(|c| format!("{c}: ")).unwrap_or_default();
+                let _ = writeln!(out, "       {counter}{}", b.join(" → "));
+            }
+            for (var, value) in &l.iterated_state {
+                let _ = writeln!(out, "     θ^κ({var}) = {value}");
+            }
+            if let Some(phi) = &l.looping_condition {
+                let _ = writeln!(out, "     φ^κ = {phi}");
             }
         }
         let _ = writeln!(out, "\nbackbones ({}){}:", self.backbones.len(), if self.truncated { " [bound hit: list incomplete]" } else { "" });

@@ -1,53 +1,340 @@
-//! Loop summaries: what happens to the symbolic state between the first and the last visit of a
-//! loop's entry node.
+//! Loop summaries (processLoop, section 3 of the APC paper): for a loop C entered at v, the
+//! iterated symbolic state θ^κ (values after κ_i iterations along each iteration backbone π_i)
+//! and the looping condition φ^κ.
 //!
-//! For now this is the coarsest sound summary: every value the loop can change and every object
-//! it can write becomes ⋆, and the looping condition is `true`. The APC stays a necessary
-//! condition; the path-counter summaries of the APC paper (section 3) refine it.
+//! A summary is computed once per loop (and binding of pointer variables to objects) over
+//! symbols that stand for the values at the loop's entry, and applied at each entry node by
+//! substitution: apc ∧= θ⟨φ^κ⟩, θ ← θ⟨θ^κ⟩.
 
-use crate::cfg::{Loop, Node};
-use crate::expr::{ExprPool, Sort};
-use crate::ir::{Callee, InstKind, Program};
-use crate::symex::{Inputs, State, SymVal};
+mod rules;
 
-/// Applies the havoc summary of loop `l` to `st` (already standing at the loop's entry node,
-/// with the entry's phi nodes executed).
-pub fn havoc_loop(program: &Program, pool: &mut ExprPool, inputs: &Inputs, st: &mut State, l: &Loop) {
-    let f = &program.function;
-    // Loop-carried values: the phi nodes of the entry block.
-    for inst in &f.block(l.entry).insts {
-        if let (InstKind::Phi { .. }, Some(r)) = (&inst.kind, inst.result) {
-            let v = match &inst.ty {
-                crate::ir::Ty::Int(1) => SymVal::Int(pool.star(Sort::Bool)),
-                crate::ir::Ty::Int(w) => SymVal::Int(pool.star(Sort::Bv(*w))),
-                _ => SymVal::Unknown,
-            };
-            st.values.insert(r, v);
-        }
+use crate::apc::{push_test, ApcBuilder};
+use crate::cfg::LoopId;
+use crate::expr::{mentions, ExprId, Printer, Sort, Substitution, SymbolKind};
+use crate::ir::{Operand, Ty, ValueId};
+use crate::symex::{ObjectId, State, SymVal};
+use std::collections::BTreeSet;
+use std::sync::Arc as Rc;
+use tracing::debug;
+
+/// A variable of a loop: what the iterated state gives a value to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Var {
+    /// An integer SSA value: a phi node of the entry (loop-carried) or a value defined outside
+    /// the loop (invariant).
+    Value(ValueId),
+    /// The offset of a pointer SSA value whose object is fixed by the context.
+    PtrOffset(ValueId),
+    /// The contents of a memory object.
+    Mem(ObjectId),
+    /// The position in the nondet input stream.
+    Nondet,
+}
+
+/// A loop variable with the symbol that stands for its value at the loop's entry.
+#[derive(Clone, Debug)]
+pub struct LoopVar {
+    pub var: Var,
+    pub symbol: ExprId,
+    pub name: String,
+    /// Carried from iteration to iteration (phi, memory, stream), as opposed to invariant.
+    pub carried: bool,
+    /// For `PtrOffset`: the object pointed into.
+    pub object: Option<ObjectId>,
+}
+
+/// Identifies a summary: the loop and the objects its pointer variables point into.
+pub type SummaryKey = (LoopId, Vec<(ValueId, Option<ObjectId>)>, usize);
+
+/// The summary (θ^κ, φ^κ) of a loop.
+#[derive(Clone, Debug)]
+pub struct LoopSummary {
+    pub loop_id: LoopId,
+    pub vars: Vec<LoopVar>,
+    /// θ^κ after the loop, per variable (index as `vars`); `None` is ⋆.
+    pub after: Vec<Option<ExprId>>,
+    /// φ^κ.
+    pub looping: ExprId,
+    /// κ_1 … κ_k, one per iteration backbone.
+    pub counters: Vec<ExprId>,
+    /// Fresh symbols standing for memory written by the loop (existential, like counters).
+    pub aux: Vec<ExprId>,
+    /// Objects allocated inside the loop: unknown after it.
+    pub created_objects: Vec<ObjectId>,
+}
+
+impl LoopSummary {
+    /// θ^κ and φ^κ in the paper's notation, for the report: carried variables only.
+    pub fn describe(&self, pool: &crate::expr::ExprPool) -> (Vec<(String, String)>, String) {
+        let pr = Printer::new(pool);
+        let theta = self
+            .vars
+            .iter()
+            .zip(&self.after)
+            .filter(|(v, _)| v.carried)
+            .map(|(v, e)| (v.name.clone(), e.map_or("⋆".to_string(), |e| pr.print(e))))
+            .collect();
+        (theta, pr.print(self.looping))
     }
-    let mut writes_memory = false;
-    let mut reads_input_stream = false;
-    for &b in &l.blocks {
-        for inst in &f.block(b).insts {
-            match &inst.kind {
-                InstKind::Store { .. } | InstKind::Unknown { .. } => writes_memory = true,
-                InstKind::Call { callee: Callee::Direct(name), .. } => {
-                    if name.starts_with("__VERIFIER_nondet_") {
-                        reads_input_stream = true;
-                    } else if name != "__VERIFIER_assume" && !name.starts_with("llvm.dbg") {
-                        writes_memory = true;
+}
+
+impl ApcBuilder<'_> {
+    /// Phi nodes of the entry and values the loop reads from outside it.
+    fn loop_values(&self, loop_id: LoopId) -> (Vec<ValueId>, Vec<ValueId>) {
+        let f = &self.program.function;
+        let l = self.structure.get(loop_id);
+        let mut defined = BTreeSet::new();
+        for &b in &l.blocks {
+            defined.extend(f.block(b).insts.iter().filter_map(|i| i.result));
+        }
+        let phis: Vec<ValueId> = f
+            .block(l.entry)
+            .insts
+            .iter()
+            .filter(|i| matches!(i.kind, crate::ir::InstKind::Phi { .. }))
+            .filter_map(|i| i.result)
+            .collect();
+        let mut invariant = BTreeSet::new();
+        for &b in &l.blocks {
+            let block = f.block(b);
+            let ops = block.insts.iter().flat_map(|i| i.kind.operands()).chain(block.term.operands());
+            for op in ops {
+                if let Operand::Value(v) = op {
+                    if !defined.contains(v) {
+                        invariant.insert(*v);
                     }
                 }
-                InstKind::Call { .. } => writes_memory = true,
-                _ => {}
             }
         }
+        (phis, invariant.into_iter().collect())
     }
-    if writes_memory {
-        st.havoc_all(pool, inputs);
+
+    /// Applies the summary of `loop_id` at its entry node: returns the tests θ⟨φ^κ⟩ and the fresh
+    /// symbols introduced, and updates `st` to θ⟨θ^κ⟩.
+    pub(crate) fn apply_loop(&mut self, loop_id: LoopId, st: &mut State) -> (Vec<ExprId>, Vec<ExprId>) {
+        let (phis, invariant) = self.loop_values(loop_id);
+        let f = &self.program.function;
+        let binding = |v: &ValueId| match st.values.get(v) {
+            Some(SymVal::Ptr { obj, .. }) => Some(*obj),
+            _ => None,
+        };
+        let mut key_ptrs = vec![];
+        for v in phis.iter().chain(&invariant) {
+            if *f.value_type(*v) == Ty::Ptr {
+                key_ptrs.push((*v, binding(v)));
+            }
+        }
+        let key: SummaryKey = (loop_id, key_ptrs.clone(), self.inputs.objects.len());
+        let summary = match self.summaries.get(&key) {
+            Some(s) => s.clone(),
+            None => {
+                let s = Rc::new(self.summarise(loop_id, &phis, &invariant, &key_ptrs));
+                self.summaries.insert(key, s.clone());
+                if !self.first_summary.iter().any(|(l, _)| *l == loop_id) {
+                    self.first_summary.push((loop_id, s.clone()));
+                }
+                s
+            }
+        };
+        // σ: loop-entry symbols ↦ the current state (θ⟨·⟩).
+        let mut sigma = Substitution::new();
+        for v in &summary.vars {
+            let cur = match &v.var {
+                Var::Value(x) => match st.values.get(x) {
+                    Some(SymVal::Int(e)) => *e,
+                    _ => self.pool.star(self.pool.sort(v.symbol)),
+                },
+                Var::PtrOffset(x) => match st.values.get(x) {
+                    Some(SymVal::Ptr { obj, offset }) if Some(*obj) == v.object => *offset,
+                    _ => self.pool.star(Sort::Bv(64)),
+                },
+                Var::Mem(o) => st.memory(&mut self.pool, &self.inputs, *o),
+                Var::Nondet => st.nondet_index,
+            };
+            sigma.insert(v.symbol, cur);
+        }
+        let tests = vec![sigma.apply(&mut self.pool, summary.looping)];
+        // θ ← θ⟨θ^κ⟩ for the carried variables; σ was built from the old state, so updating `st`
+        // variable by variable is still a simultaneous substitution.
+        for (v, e) in summary.vars.iter().zip(&summary.after) {
+            if !v.carried {
+                continue;
+            }
+            let new = e.map(|e| sigma.apply(&mut self.pool, e));
+            match (&v.var, new) {
+                (Var::Value(x), n) => {
+                    let n = n.unwrap_or_else(|| self.pool.star(self.pool.sort(v.symbol)));
+                    st.values.insert(*x, SymVal::Int(n));
+                }
+                (Var::PtrOffset(x), Some(n)) => {
+                    let obj = v.object.expect("pointer variables have an object");
+                    st.values.insert(*x, SymVal::Ptr { obj, offset: n });
+                }
+                (Var::PtrOffset(x), None) => {
+                    st.values.insert(*x, SymVal::Unknown);
+                }
+                (Var::Mem(o), n) => {
+                    let n = n.unwrap_or_else(|| self.pool.star(Sort::MEMORY));
+                    st.set_memory(*o, n);
+                }
+                (Var::Nondet, n) => st.nondet_index = n.unwrap_or_else(|| self.pool.star(Sort::Bv(64))),
+            }
+        }
+        for &o in &summary.created_objects {
+            let s = self.pool.star(Sort::MEMORY);
+            st.set_memory(o, s);
+        }
+        let mut fresh = summary.counters.clone();
+        fresh.extend(&summary.aux);
+        (tests, fresh)
     }
-    if reads_input_stream {
-        st.nondet_index = pool.star(Sort::Bv(64));
+
+    /// processLoop: θ^κ and φ^κ of the loop, over symbols for the values at its entry.
+    fn summarise(&mut self, loop_id: LoopId, phis: &[ValueId], invariant: &[ValueId], ptrs: &[(ValueId, Option<ObjectId>)]) -> LoopSummary {
+        let f = &self.program.function;
+        let l = self.structure.get(loop_id);
+        // Loop variables and the initial state θ_I of an iteration.
+        let mut vars = vec![];
+        let mut st = State::default();
+        for (v, carried) in phis.iter().map(|v| (v, true)).chain(invariant.iter().map(|v| (v, false))) {
+            let name = f.value_name(*v).to_string();
+            match f.value_type(*v) {
+                Ty::Int(w) => {
+                    let sort = if *w == 1 { Sort::Bool } else { Sort::Bv(*w) };
+                    let symbol = self.pool.symbol(&name, sort, SymbolKind::Input);
+                    st.values.insert(*v, SymVal::Int(symbol));
+                    vars.push(LoopVar { var: Var::Value(*v), symbol, name, carried, object: None });
+                }
+                Ty::Ptr => {
+                    let object = ptrs.iter().find(|(x, _)| x == v).and_then(|(_, o)| *o);
+                    if let Some(obj) = object {
+                        let oname = format!("{name}.off");
+                        let symbol = self.pool.symbol(&oname, Sort::Bv(64), SymbolKind::Input);
+                        st.values.insert(*v, SymVal::Ptr { obj, offset: symbol });
+                        vars.push(LoopVar { var: Var::PtrOffset(*v), symbol, name: oname, carried, object: Some(obj) });
+                    } else {
+                        st.values.insert(*v, SymVal::Unknown);
+                    }
+                }
+                _ => {
+                    st.values.insert(*v, SymVal::Unknown);
+                }
+            }
+        }
+        let objects_before = self.inputs.objects.len();
+        for o in 0..objects_before {
+            let obj = &self.inputs.objects[o];
+            let symbol = self.pool.symbol(&obj.name, Sort::MEMORY, SymbolKind::Input);
+            let name = obj.name.clone();
+            st.set_memory(obj.id, symbol);
+            vars.push(LoopVar { var: Var::Mem(obj.id), symbol, name, carried: true, object: None });
+        }
+        let nd = self.pool.symbol("ν", Sort::Bv(64), SymbolKind::Input);
+        st.nondet_index = nd;
+        vars.push(LoopVar { var: Var::Nondet, symbol: nd, name: "ν".into(), carried: true, object: None });
+
+        // Execute every iteration backbone of P(C, v).
+        let mut thetas: Vec<Vec<Option<ExprId>>> = vec![];
+        let mut iteration_tests: Vec<(Vec<ExprId>, Vec<ExprId>)> = vec![];
+        for bb in &l.backbones {
+            let r = self.execute_path(&bb.nodes, &bb.entries, st.clone(), true);
+            let mut theta = vec![];
+            for v in &vars {
+                let val = match &v.var {
+                    Var::Value(x) => match r.state.values.get(x) {
+                        Some(SymVal::Int(e)) => Some(*e),
+                        _ => None,
+                    },
+                    Var::PtrOffset(x) => match r.state.values.get(x) {
+                        Some(SymVal::Ptr { obj, offset }) if Some(*obj) == v.object => Some(*offset),
+                        _ => None,
+                    },
+                    Var::Mem(o) => Some(r.state.memory(&mut self.pool, &self.inputs, *o)),
+                    Var::Nondet => Some(r.state.nondet_index),
+                };
+                // Values that depend on inner loops' counters are ⋆ (lightweight processLoop).
+                let val = val.filter(|&e| !self.pool.is_star(e) && !mentions(&self.pool, e, &r.fresh));
+                theta.push(val);
+            }
+            thetas.push(theta);
+            iteration_tests.push((r.tests, r.fresh));
+        }
+        let created_objects: Vec<ObjectId> = (objects_before..self.inputs.objects.len()).map(|o| ObjectId(o as u32)).collect();
+
+        // Path counters, one per iteration backbone.
+        let counters: Vec<ExprId> = (0..l.backbones.len())
+            .map(|_| {
+                self.next_counter += 1;
+                let n = self.next_counter;
+                self.pool.symbol(&format!("κ{n}"), Sort::Bv(64), SymbolKind::Kappa(n))
+            })
+            .collect();
+        let iterated = rules::iterate(&mut self.pool, &vars, &thetas, &counters);
+
+        // Memory the loop writes in a way the rules cannot express: after the loop it holds
+        // unknown contents, named by a fresh existential symbol (⋆ inside the looping condition,
+        // where it would have to depend on the iteration).
+        let mut after = iterated.clone();
+        let mut aux = vec![];
+        for (k, v) in vars.iter().enumerate() {
+            if let (Var::Mem(_), None) = (&v.var, iterated[k]) {
+                self.next_aux += 1;
+                let a = self.pool.symbol(&format!("{}′{}", v.name, self.next_aux), Sort::MEMORY, SymbolKind::Aux);
+                after[k] = Some(a);
+                aux.push(a);
+            }
+        }
+
+        // φ^κ = ∧_i ∀τ_i (τ_i < κ_i → ∃τ⃗_i (τ⃗_i ≤ κ⃗_i ∧ θ^κ⟨apc_i⟩[κ⃗/τ⃗])).
+        let taus: Vec<ExprId> = counters
+            .iter()
+            .map(|&k| {
+                let n = match self.pool.get(k) {
+                    crate::expr::Expr::Symbol { kind: SymbolKind::Kappa(n), .. } => *n,
+                    _ => unreachable!("counters are κ symbols"),
+                };
+                self.pool.symbol(&format!("τ{n}"), Sort::Bv(64), SymbolKind::Tau(n))
+            })
+            .collect();
+        let mut theta_kappa = Substitution::new();
+        let mut kappa_to_tau = Substitution::new();
+        for (k, v) in vars.iter().enumerate() {
+            let val = iterated[k].unwrap_or_else(|| self.pool.star(self.pool.sort(v.symbol)));
+            theta_kappa.insert(v.symbol, val);
+        }
+        for (&k, &t) in counters.iter().zip(&taus) {
+            kappa_to_tau.insert(k, t);
+        }
+        let mut parts = vec![];
+        for (i, (tests, fresh)) in iteration_tests.iter().enumerate() {
+            let mut body_tests = vec![];
+            for &t in tests {
+                let t = theta_kappa.apply(&mut self.pool, t);
+                let t = kappa_to_tau.apply(&mut self.pool, t);
+                push_test(&self.pool, &mut body_tests, t);
+            }
+            let body = self.pool.and(body_tests);
+            if self.pool.as_bool(body) == Some(true) {
+                continue;
+            }
+            let inner = self.pool.exists(fresh.clone(), body);
+            let mut conj = vec![];
+            let mut others = vec![];
+            for j in 0..counters.len() {
+                if j != i {
+                    conj.push(self.pool.cmp(crate::ir::IntPredicate::Ule, taus[j], counters[j]));
+                    others.push(taus[j]);
+                }
+            }
+            conj.push(inner);
+            let guarded = self.pool.and(conj);
+            let exists = self.pool.exists(others, guarded);
+            let bound = self.pool.cmp(crate::ir::IntPredicate::Ult, taus[i], counters[i]);
+            let imp = self.pool.implies(bound, exists);
+            parts.push(self.pool.forall(vec![taus[i]], imp));
+        }
+        let looping = self.pool.and(parts);
+        debug!(loop = loop_id.0, looping = %Printer::new(&self.pool).print(looping), "loop summarised");
+        LoopSummary { loop_id, vars, after, looping, counters, aux, created_objects }
     }
-    let _ = Node::Block;
 }

@@ -158,6 +158,7 @@ impl Inputs {
         if let Some(&id) = self.site_objects.get(&site) {
             return id;
         }
+        let name = &format!("{name}{}", self.objects.len());
         let initial = if zeroed {
             let zero = pool.bv(8, 0);
             pool.const_array(64, zero)

@@ -69,9 +69,10 @@ fn loads_in(pool: &ExprPool, root: ExprId) -> Vec<(ExprId, ExprId, u32)> {
     out
 }
 
-/// Builds the witness from a model of `apc.formula`.
-pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, m: &mut ModelView) -> Witness {
-    let loads = loads_in(pool, apc.formula);
+/// Builds the witness from a model of `solved` (the APC or its unfolding, with any extra
+/// constraints): buffer sizes come from the loads in the formula that was actually solved.
+pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, solved: ExprId, m: &mut ModelView) -> Witness {
+    let loads = loads_in(pool, solved);
     let mut params = vec![];
     for p in &program.function.params {
         match &p.ty {

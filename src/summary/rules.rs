@@ -1,0 +1,201 @@
+//! The iterated symbolic state θ^κ: the four rules of section 3.1 of the APC paper, applied until
+//! nothing changes, with bit-vector semantics (a̲ + d·κ is computed modulo the variable's width,
+//! which is exact because the program's own arithmetic wraps the same way).
+
+use super::{LoopVar, Var};
+use crate::expr::{mentions, BvOp, Expr, ExprId, ExprPool, Sort, Substitution};
+use crate::ir::IntPredicate;
+
+/// `val = sym + d` with `d` free of `sym`: returns d.
+fn increment(pool: &mut ExprPool, sym: ExprId, val: ExprId) -> Option<ExprId> {
+    match pool.get(val).clone() {
+        Expr::Bin(BvOp::Add, a, b) => {
+            if a == sym && !mentions(pool, b, &[sym]) {
+                return Some(b);
+            }
+            if b == sym && !mentions(pool, a, &[sym]) {
+                return Some(a);
+            }
+            if let Some(d) = increment(pool, sym, a) {
+                if !mentions(pool, b, &[sym]) {
+                    return Some(pool.bin(BvOp::Add, d, b));
+                }
+            }
+            if let Some(d) = increment(pool, sym, b) {
+                if !mentions(pool, a, &[sym]) {
+                    return Some(pool.bin(BvOp::Add, a, d));
+                }
+            }
+            None
+        }
+        Expr::Bin(BvOp::Sub, a, b) if !mentions(pool, b, &[sym]) => {
+            let d = increment(pool, sym, a).or_else(|| (a == sym).then(|| pool.bv(pool.width(sym), 0)))?;
+            Some(pool.bin(BvOp::Sub, d, b))
+        }
+        _ => None,
+    }
+}
+
+/// A counter as a `w`-bit value (κ is 64-bit; program values meet it modulo 2^w).
+fn counter_as(pool: &mut ExprPool, k: ExprId, w: u32) -> ExprId {
+    pool.resize(k, w)
+}
+
+/// θ^κ⟨e⟩ under the current (partial) iterated state; `None` when the result is ⋆.
+fn under(pool: &mut ExprPool, current: &Substitution, e: ExprId) -> Option<ExprId> {
+    let r = current.apply(pool, e);
+    (!pool.is_star(r)).then_some(r)
+}
+
+/// Computes θ^κ from the per-backbone states `thetas[i][var]` (`None` = ⋆).
+pub fn iterate(pool: &mut ExprPool, vars: &[LoopVar], thetas: &[Vec<Option<ExprId>>], counters: &[ExprId]) -> Vec<Option<ExprId>> {
+    let n = vars.len();
+    let mut result: Vec<Option<ExprId>> = vec![None; n];
+    // Invariant variables never change.
+    for (k, v) in vars.iter().enumerate() {
+        if !v.carried {
+            result[k] = Some(v.symbol);
+        }
+    }
+    loop {
+        let mut current = Substitution::new();
+        for (k, v) in vars.iter().enumerate() {
+            let e = result[k].unwrap_or_else(|| pool.star(pool.sort(v.symbol)));
+            current.insert(v.symbol, e);
+        }
+        let mut changed = false;
+        for (k, v) in vars.iter().enumerate() {
+            if result[k].is_some() {
+                continue;
+            }
+            let vals: Option<Vec<ExprId>> = thetas.iter().map(|t| t[k]).collect();
+            let Some(vals) = vals else { continue };
+            if let Some(e) = derive(pool, v, &vals, counters, &current) {
+                result[k] = Some(e);
+                changed = true;
+                // Later variables may use this one at once.
+                current.insert(v.symbol, e);
+            }
+        }
+        if !changed {
+            return result;
+        }
+    }
+}
+
+fn derive(pool: &mut ExprPool, v: &LoopVar, vals: &[ExprId], counters: &[ExprId], current: &Substitution) -> Option<ExprId> {
+    let sym = v.symbol;
+    let changed: Vec<usize> = (0..vals.len()).filter(|&i| vals[i] != sym).collect();
+    // Rule 1: unchanged on every iteration backbone.
+    if changed.is_empty() {
+        return Some(sym);
+    }
+    // Memory: only the unchanged case is expressed here (section 4's first rule).
+    if matches!(v.var, Var::Mem(_)) {
+        return None;
+    }
+    let no_counters = |pool: &ExprPool, e: ExprId| !mentions(pool, e, counters);
+    // Rule 2: a̲ + d_i on every changing backbone, with loop-invariant d_i.
+    if let Sort::Bv(w) = pool.sort(sym) {
+        let mut sum = Some(sym);
+        for &i in &changed {
+            let d = increment(pool, sym, vals[i]).and_then(|d| under(pool, current, d)).filter(|&d| no_counters(pool, d));
+            match (d, sum) {
+                (Some(d), Some(s)) => {
+                    let k = counter_as(pool, counters[i], w);
+                    let dk = pool.bin(BvOp::Mul, d, k);
+                    sum = Some(pool.bin(BvOp::Add, s, dk));
+                }
+                _ => sum = None,
+            }
+        }
+        if let Some(s) = sum {
+            return Some(s);
+        }
+    }
+    // Rule 3: set to the same loop-invariant d on every changing backbone.
+    let d = vals[changed[0]];
+    if changed.iter().all(|&i| vals[i] == d) {
+        if let Some(e) = under(pool, current, d).filter(|&e| no_counters(pool, e)) {
+            let zero = pool.bv(64, 0);
+            let any: Vec<ExprId> = changed.iter().map(|&i| pool.cmp(IntPredicate::Ne, counters[i], zero)).collect();
+            let c = pool.or(any);
+            return Some(pool.ite(c, e, sym));
+        }
+    }
+    // Rule 4: changed on one backbone only, to a value depending on its own counter only.
+    if changed.len() == 1 {
+        let i = changed[0];
+        let others: Vec<ExprId> = counters.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, &c)| c).collect();
+        if let Some(e) = under(pool, current, vals[i]).filter(|&e| !mentions(pool, e, &others)) {
+            let one = pool.bv(64, 1);
+            let prev = pool.bin(BvOp::Sub, counters[i], one);
+            let mut last = Substitution::new();
+            last.insert(counters[i], prev);
+            let e = last.apply(pool, e);
+            let zero = pool.bv(64, 0);
+            let c = pool.cmp(IntPredicate::Ne, counters[i], zero);
+            return Some(pool.ite(c, e, sym));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::SymbolKind;
+    use crate::ir::ValueId;
+
+    fn var(pool: &mut ExprPool, name: &str, id: u32) -> LoopVar {
+        let symbol = pool.symbol(name, Sort::Bv(32), SymbolKind::Input);
+        LoopVar { var: Var::Value(ValueId(id)), symbol, name: name.into(), carried: true, object: None }
+    }
+
+    fn kappas(pool: &mut ExprPool, n: u32) -> Vec<ExprId> {
+        (1..=n).map(|i| pool.symbol(&format!("κ{i}"), Sort::Bv(64), SymbolKind::Kappa(i))).collect()
+    }
+
+    #[test]
+    fn running_example_rules_give_paper_values() {
+        // π1: i+1, k+1; π2: i+1, k unchanged  ⇒  θ^κ(i) = i + κ1 + κ2, θ^κ(k) = k + κ1
+        let mut p = ExprPool::new();
+        let (i, k) = (var(&mut p, "i", 0), var(&mut p, "k", 1));
+        let one = p.bv(32, 1);
+        let i1 = p.bin(BvOp::Add, i.symbol, one);
+        let k1 = p.bin(BvOp::Add, k.symbol, one);
+        let ks = kappas(&mut p, 2);
+        let thetas = vec![vec![Some(i1), Some(k1)], vec![Some(i1), Some(k.symbol)]];
+        let r = iterate(&mut p, &[i.clone(), k.clone()], &thetas, &ks);
+        let pr = crate::expr::Printer::new(&p);
+        assert_eq!(pr.print(r[0].unwrap()), "(i\u{332} + trunc32(κ1)) + trunc32(κ2)");
+        assert_eq!(pr.print(r[1].unwrap()), "k\u{332} + trunc32(κ1)");
+    }
+
+    #[test]
+    fn rule3_and_rule4() {
+        let mut p = ExprPool::new();
+        let (a, b, i) = (var(&mut p, "a", 0), var(&mut p, "b", 1), var(&mut p, "i", 2));
+        let ks = kappas(&mut p, 2);
+        let seven = p.bv(32, 7);
+        let one = p.bv(32, 1);
+        let i1 = p.bin(BvOp::Add, i.symbol, one);
+        // a := 7 on π1 only (rule 3); b := i on π1, i += 1 on π1 only (rule 4)
+        let thetas = vec![vec![Some(seven), Some(i.symbol), Some(i1)], vec![Some(a.symbol), Some(b.symbol), Some(i.symbol)]];
+        let r = iterate(&mut p, &[a, b, i], &thetas, &ks);
+        let pr = crate::expr::Printer::new(&p);
+        assert_eq!(pr.print(r[0].unwrap()), "ite(κ1 ≠ 0, 7, a\u{332})");
+        assert_eq!(pr.print(r[1].unwrap()), "ite(κ1 ≠ 0, i\u{332} + trunc32(κ1 + -1), b\u{332})");
+    }
+
+    #[test]
+    fn non_monotone_updates_stay_unknown() {
+        // The paper's incompleteness example: i := 1 on one backbone, i := 2 on the other.
+        let mut p = ExprPool::new();
+        let i = var(&mut p, "i", 0);
+        let ks = kappas(&mut p, 2);
+        let (c1, c2) = (p.bv(32, 1), p.bv(32, 2));
+        let r = iterate(&mut p, &[i], &[vec![Some(c1)], vec![Some(c2)]], &ks);
+        assert_eq!(r[0], None);
+    }
+}

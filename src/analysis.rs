@@ -118,7 +118,8 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
             return Ok(());
         };
         if let (Outcome::Sat(_), Some(b)) = (&last.answer.outcome, bounded) {
-            let left = config.timeout.saturating_sub(t0.elapsed()).min(Duration::from_secs(10));
+            // A better model is worth a little time, not the budget.
+            let left = (config.timeout.saturating_sub(t0.elapsed()) / 4).min(Duration::from_secs(3));
             let refined = solve::check(&pool, b, left, |m| extract(&pool, b, m));
             timing(report, "solve_apc_k_bounded", refined.seconds);
             if let Outcome::Sat(_) = refined.outcome {

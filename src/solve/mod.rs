@@ -76,11 +76,14 @@ pub fn check<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, extract: im
     let f = tr.translate(formula).as_bool().expect("the APC is a formula");
     solver.assert(&f);
     let outcome = match solver.check() {
-        z3::SatResult::Sat => {
-            let model = solver.get_model().expect("sat has a model");
-            let mut view = ModelView { model, tr };
-            Outcome::Sat(extract(&mut view))
-        }
+        // An interrupted solver can say sat and then have no model: that is no answer.
+        z3::SatResult::Sat => match solver.get_model() {
+            Some(model) => {
+                let mut view = ModelView { model, tr };
+                Outcome::Sat(extract(&mut view))
+            }
+            None => Outcome::Unknown("interrupted".into()),
+        },
         z3::SatResult::Unsat => Outcome::Unsat,
         z3::SatResult::Unknown => {
             Outcome::Unknown(solver.get_reason_unknown().unwrap_or_else(|| "unknown".into()))

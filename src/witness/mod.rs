@@ -51,7 +51,7 @@ fn array_root(pool: &ExprPool, mut a: ExprId) -> ExprId {
     a
 }
 
-/// Loads `(array root, offset, bytes)` reachable from `root`.
+/// Loads `(array root, offset, bytes)` and selects `(array, index, 1)` reachable from `root`.
 fn loads_in(pool: &ExprPool, root: ExprId) -> Vec<(ExprId, ExprId, u32)> {
     let mut out = vec![];
     let mut seen = HashSet::new();
@@ -61,8 +61,10 @@ fn loads_in(pool: &ExprPool, root: ExprId) -> Vec<(ExprId, ExprId, u32)> {
             continue;
         }
         let node = pool.get(e);
-        if let Expr::Load { array, offset, width } = node {
-            out.push((array_root(pool, *array), *offset, width / 8));
+        match node {
+            Expr::Load { array, offset, width } => out.push((array_root(pool, *array), *offset, width / 8)),
+            Expr::Select(array, index) => out.push((*array, *index, 1)),
+            _ => {}
         }
         stack.extend(children_of(node));
     }
@@ -109,12 +111,15 @@ pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, solved: ExprId,
     }
     let mut nondet = vec![];
     if let Some(stream) = apc.inputs.nondet_stream {
+        // The stream positions the solved formula reads (inside loops they depend on counters).
         let mut len = 0u64;
         let mut evaluated: HashMap<ExprId, Option<u64>> = HashMap::new();
-        for call in &apc.inputs.nondet_calls {
-            let idx = *evaluated.entry(call.index).or_insert_with(|| m.eval(call.index));
-            if let Some(i) = idx.filter(|&i| i < MAX_INPUT_LEN) {
-                len = len.max(i + 1);
+        for (array, index, _) in &loads {
+            if *array == stream {
+                let idx = *evaluated.entry(*index).or_insert_with(|| m.eval(*index));
+                if let Some(i) = idx.filter(|&i| i < MAX_INPUT_LEN) {
+                    len = len.max(i + 1);
+                }
             }
         }
         nondet = (0..len).map(|k| m.eval_element(stream, k).unwrap_or(0)).collect();

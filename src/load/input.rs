@@ -28,7 +28,8 @@ pub fn clang_path() -> PathBuf {
 
 /// Compiles a C file to bitcode in `out_dir` and returns the bitcode's path.
 pub fn compile_c(source: &Path, out_dir: &Path) -> Result<PathBuf> {
-    let out = out_dir.join("input.bc");
+    let stem = source.file_stem().and_then(|s| s.to_str()).unwrap_or("input");
+    let out = out_dir.join(format!("{stem}.bc"));
     let clang = clang_path();
     let output = Command::new(&clang)
         .args(CLANG_ANALYSIS_FLAGS)

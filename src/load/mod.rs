@@ -40,6 +40,35 @@ pub struct Loaded {
 /// What `main` is called in the instrumented bitcode.
 pub const REPLAY_MAIN: &str = "__apc_main";
 
+/// C source of the library models (see `env_models.c`).
+const ENV_MODELS: &str = include_str!("env_models.c");
+/// Functions `env_models.c` defines.
+pub const MODELLED_FUNCTIONS: &[&str] = &["strcmp", "strncmp", "memcmp", "strlen"];
+
+/// Links models of the library functions the program declares (and does not define) into the
+/// analysed module, so that their loops are summarised like the program's own.
+fn link_environment_models<'ctx>(ctx: &'ctx Context, module: &inkwell::module::Module<'ctx>, declared: &[String], dir: &Path) -> Result<()> {
+    let needed: Vec<&str> = MODELLED_FUNCTIONS.iter().copied().filter(|f| declared.iter().any(|d| d == f)).collect();
+    if needed.is_empty() {
+        return Ok(());
+    }
+    let src = dir.join("env_models.c");
+    std::fs::write(&src, ENV_MODELS).map_err(|e| Error::internal(format!("writing {}: {e}", src.display())))?;
+    let bc = input::compile_c(&src, dir).map_err(|e| Error::internal(format!("library models: {e}")))?;
+    let models = input::parse_module(ctx, &bc)?;
+    for f in models.get_functions() {
+        let name = f.get_name().to_string_lossy().into_owned();
+        if f.count_basic_blocks() > 0 && !needed.contains(&name.as_str()) {
+            unsafe { f.delete() };
+        }
+    }
+    module
+        .link_in_module(models)
+        .map_err(|e| Error::internal(format!("linking library models: {e}")))?;
+    debug!(?needed, "library models linked");
+    Ok(())
+}
+
 /// Loads INPUT, marks the target and lowers `function` into the owned IR.
 pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
     if !path.exists() {
@@ -98,6 +127,8 @@ pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
         llvm::set_value_name(f.as_value_ref(), "main");
     }
     let replay_function = if function == "main" { REPLAY_MAIN.to_string() } else { function.to_string() };
+
+    link_environment_models(&ctx, &module, &declared_functions, tmp.path())?;
 
     let mut keep = vec![function];
     if let TargetSpec::Call(callee) = spec {

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 /// a little further than the APC says still find defined memory.
 pub const BUFFER_SLACK: usize = 64;
 /// Largest buffer or input stream a witness materialises.
-const MAX_INPUT_LEN: u64 = 1 << 20;
+const MAX_INPUT_LEN: u64 = 1 << 16;
 
 /// The value of one parameter of `--function`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -170,6 +170,9 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
                 if reached {
                     report.verdict = Verdict::Reachable;
                     report.reason = "a native run on the model's inputs entered the target".into();
+                    if let Some(dir) = &config.emit_tests {
+                        report.tests = emit_test(config, loaded, rp, &w, &run, dir)?;
+                    }
                     return Ok(());
                 }
                 report.reason = format!("the model's inputs did not reach the target natively ({})", run.status);
@@ -187,6 +190,28 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
             }
         }
     }
+}
+
+/// Writes the regression test of a witness that reached the target.
+fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: &crate::replay::RunOutcome, dir: &std::path::Path) -> Result<Vec<String>> {
+    let target_id = run.reached.unwrap_or(0) as usize;
+    let target = loaded.target_blocks.get(target_id).map(|t| t.rsplit(':').next().unwrap_or(t).to_string()).unwrap_or_default();
+    let nondet = run.nondet_types.iter().enumerate().map(|(k, t)| (t.clone(), w.nondet.get(k).copied().unwrap_or(0))).collect();
+    let specification = match &config.target {
+        load::TargetSpec::Call(f) => format!("COVER( init({}()), FQL(COVER EDGES(@CALL({f}))) )", config.function),
+        other => format!("COVER( init({}()), {} )", config.function, other.describe()),
+    };
+    let tc = crate::report::emit::TestCase {
+        function: &config.function,
+        target: &target,
+        driver_source: rp.driver_source(w),
+        bitcode: &loaded.instrumented_bitcode,
+        nondet,
+        specification,
+        program_file: &config.input,
+    };
+    let files = crate::report::emit::emit(dir, &tc)?;
+    Ok(files.iter().map(|p| p.display().to_string()).collect())
 }
 
 /// A formula excluding the inputs of `w`: some parameter, buffer byte or nondet value differs.

@@ -22,6 +22,8 @@ pub struct Config {
     pub max_unfold_k: u32,
     /// Models replayed before giving up.
     pub max_models: u32,
+    /// Where to write regression tests for witnesses that reached the target.
+    pub emit_tests: Option<PathBuf>,
     /// Keep the replay's temporary directory (driver, executable) for inspection.
     pub keep_temps: bool,
 }
@@ -35,6 +37,7 @@ impl Config {
             timeout: Duration::from_secs(60),
             max_backbones: 4096,
             keep_temps: false,
+            emit_tests: None,
             unfold_k: 25,
             max_unfold_k: 200,
             max_models: 8,

@@ -43,6 +43,9 @@ struct Cli {
     /// Bound on the backbones enumerated per program or loop (hitting it forbids `unreachable`)
     #[arg(long, value_name = "N", default_value_t = 4096)]
     max_backbones: usize,
+    /// Write a regression test (C driver + bitcode, Makefile, Test-Comp XML) for a witness that reaches the target
+    #[arg(long, value_name = "DIR")]
+    emit_tests: Option<PathBuf>,
     /// Unfolding bound K of APC^K, raised when a model does not replay
     #[arg(long, value_name = "K", default_value_t = 25)]
     unfold: u32,
@@ -91,6 +94,12 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     config.unfold_k = cli.unfold;
     config.max_unfold_k = config.max_unfold_k.max(cli.unfold);
     config.max_models = cli.max_models;
+    if let Some(dir) = &cli.emit_tests {
+        if dir.exists() && !dir.is_dir() {
+            return Err(Error::bad_input(format!("--emit-tests: {} exists and is not a directory", dir.display())));
+        }
+    }
+    config.emit_tests = cli.emit_tests.clone();
     Ok(config)
 }
 

@@ -16,6 +16,21 @@ pub const EXIT_NOT_REACHED: i32 = 1;
 /// Exit status when `__VERIFIER_assume` failed.
 pub const EXIT_ASSUME_FAILED: i32 = 3;
 
+/// C types of nondet functions, as logged by the driver (`nondet <index>`).
+pub const NONDET_TYPES: &[&str] = &[
+    "long long",
+    "int",
+    "unsigned int",
+    "char",
+    "unsigned char",
+    "short",
+    "unsigned short",
+    "long",
+    "unsigned long",
+    "unsigned long long",
+    "_Bool",
+];
+
 /// What the driver needs to know about the program.
 pub struct DriverSpec<'a> {
     pub function: &'a Function,
@@ -93,7 +108,7 @@ pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
     let _ = writeln!(out, "static void apc_not_reached(void) {{ _exit({EXIT_NOT_REACHED}); }}");
     let _ = writeln!(
         out,
-        "void {TARGET_MARKER}(int id) {{\n  char msg[16]; int n = 0; unsigned v = (unsigned)id;\n  char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  (void)!write(3, msg, (size_t)n);\n  _exit(0);\n}}\n"
+        "static void apc_trace(const char *kind, unsigned v) {{\n  char msg[64]; int n = 0; while (kind[n] && n < 40) {{ msg[n] = kind[n]; n++; }}\n  msg[n++] = ' '; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  (void)!write(3, msg, (size_t)n);\n}}\nvoid {TARGET_MARKER}(int id) {{ apc_trace(\"hit\", (unsigned)id); _exit(0); }}\n"
     );
     // The nondet stream.
     let values: Vec<String> = w.nondet.iter().map(|v| format!("{v}ull")).collect();
@@ -112,10 +127,12 @@ pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
     for name in spec.declared {
         if let Some(suffix) = name.strip_prefix("__VERIFIER_nondet_") {
             let ty = nondet_c_type(suffix).unwrap_or("long long");
+            // Each call logs its C type (index into NONDET_TYPES) for the Test-Comp inputs.
+            let tix = NONDET_TYPES.iter().position(|t| *t == ty).unwrap_or(0);
             if ty == "_Bool" {
-                let _ = writeln!(out, "_Bool {name}(void) {{ return (_Bool)(apc_next() & 1); }}");
+                let _ = writeln!(out, "_Bool {name}(void) {{ apc_trace(\"nondet\", {tix}u); return (_Bool)(apc_next() & 1); }}");
             } else {
-                let _ = writeln!(out, "{ty} {name}(void) {{ return ({ty})apc_next(); }}");
+                let _ = writeln!(out, "{ty} {name}(void) {{ apc_trace(\"nondet\", {tix}u); return ({ty})apc_next(); }}");
             }
         }
     }

@@ -30,6 +30,8 @@ impl Default for Limits {
 pub struct RunOutcome {
     /// The target number the marker reported, if it was reached.
     pub reached: Option<u32>,
+    /// C types of the nondet calls the run made, in order.
+    pub nondet_types: Vec<String>,
     /// `exit N`, `signal N` or `timeout`.
     pub status: String,
     /// Whether the run was confined to its directory (chroot).
@@ -103,7 +105,7 @@ pub fn run(dir: &Path, limits: Limits) -> std::io::Result<RunOutcome> {
     let reader = std::thread::spawn(move || {
         let mut f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(read_fd) };
         let mut buf = Vec::new();
-        let _ = (&mut f).take(64).read_to_end(&mut buf);
+        let _ = (&mut f).take(1 << 20).read_to_end(&mut buf);
         buf
     });
     let status = loop {
@@ -122,11 +124,23 @@ pub fn run(dir: &Path, limits: Limits) -> std::io::Result<RunOutcome> {
         None => {
             let _ = child.kill();
             let _ = child.wait();
-            return Ok(RunOutcome { reached: None, status: "timeout".into(), confined: true });
+            return Ok(RunOutcome { reached: None, nondet_types: vec![], status: "timeout".into(), confined: true });
         }
     };
     let buf = reader.join().unwrap_or_default();
-    let reached = std::str::from_utf8(&buf).ok().and_then(|s| s.lines().next()).and_then(|l| l.trim().parse().ok());
+    let trace = String::from_utf8_lossy(&buf);
+    let mut reached = None;
+    let mut nondet_types = vec![];
+    for line in trace.lines() {
+        match line.split_once(' ') {
+            Some(("hit", id)) => reached = reached.or(id.trim().parse().ok()),
+            Some(("nondet", t)) => {
+                let t: usize = t.trim().parse().unwrap_or(0);
+                nondet_types.push(super::driver::NONDET_TYPES.get(t).unwrap_or(&"long long").to_string());
+            }
+            _ => {}
+        }
+    }
     use std::os::unix::process::ExitStatusExt;
     let status = match (status.code(), status.signal()) {
         (Some(c), _) => format!("exit {c}"),
@@ -134,5 +148,5 @@ pub fn run(dir: &Path, limits: Limits) -> std::io::Result<RunOutcome> {
         (_, Some(s)) => format!("signal {s}"),
         _ => "unknown".into(),
     };
-    Ok(RunOutcome { reached, status, confined: true })
+    Ok(RunOutcome { reached, nondet_types, status, confined: true })
 }

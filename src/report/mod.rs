@@ -1,5 +1,7 @@
 //! The result of a run, printed for people or as JSON.
 
+pub mod emit;
+
 use crate::cfg::{Node, Structure};
 use crate::ir::Function;
 use serde::Serialize;
@@ -61,6 +63,8 @@ pub struct Report {
     /// The SMT-LIB 2 query of the APC.
     pub smtlib: Option<String>,
     pub witness: Option<WitnessReport>,
+    /// Files written by `--emit-tests`.
+    pub tests: Vec<String>,
     pub timings: BTreeMap<String, f64>,
 }
 
@@ -116,6 +120,7 @@ impl Report {
             apc: None,
             smtlib: None,
             witness: None,
+            tests: vec![],
             timings: BTreeMap::new(),
         }
     }
@@ -178,6 +183,9 @@ impl Report {
                 let v: Vec<String> = w.nondet.iter().map(|x| x.to_string()).collect();
                 let _ = writeln!(out, "  nondet = [{}]", v.join(", "));
             }
+        }
+        if !self.tests.is_empty() {
+            let _ = writeln!(out, "\nregression test written: {}", self.tests.join(", "));
         }
         let _ = writeln!(out, "\nverdict: {}", self.verdict);
         if !self.reason.is_empty() {

@@ -1,0 +1,132 @@
+//! Witnesses: native replay verdicts and the regression tests of `--emit-tests`, built and run
+//! with plain clang outside apc-llvm.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn dtd() -> roxmltree::ParsingOptions {
+    roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() }
+}
+
+/// Analyses with `--emit-tests DIR` and returns the report.
+fn emit(name: &str, src: &str, function: &str, dir: &Path) -> Value {
+    let p = c_program(name, src);
+    let r = json_report(&p.path, &["--function", function, "--call", "reach_error", "--emit-tests", dir.to_str().unwrap()]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    r
+}
+
+fn emitted_test(r: &Value) -> (PathBuf, PathBuf) {
+    let files = strings(&r["tests"]);
+    let c = files.iter().find(|f| f.ends_with(".c")).expect("a .c test").into();
+    let bc = files.iter().find(|f| f.ends_with(".bc")).expect("its bitcode").into();
+    (c, bc)
+}
+
+/// Builds `c` + `bc` with clang alone and returns the test's exit status.
+fn build_and_run(c: &Path, bc: &Path) -> i32 {
+    let exe = c.with_extension("exe");
+    let out = Command::new(clang()).args(["-O0", "-w"]).arg(c).arg(bc).args(["-lm", "-o"]).arg(&exe).output().unwrap();
+    assert!(out.status.success(), "the emitted test must build with plain clang: {}", String::from_utf8_lossy(&out.stderr));
+    Command::new(&exe).status().unwrap().code().unwrap_or(-1)
+}
+
+#[test]
+fn running_example_test_builds_and_passes() {
+    let d = tempfile::tempdir().unwrap();
+    let r = emit("foo", include_str!("../c-benchmarks/running_example.c"), "foo", d.path());
+    let (c, bc) = emitted_test(&r);
+    assert_eq!(build_and_run(&c, &bc), 0);
+    // The generated Makefile builds and runs every test.
+    let make = Command::new("make").arg("-C").arg(d.path()).arg(format!("CC={}", clang().display())).output().unwrap();
+    assert!(make.status.success(), "{}", String::from_utf8_lossy(&make.stdout));
+    assert!(String::from_utf8_lossy(&make.stdout).contains("PASS"));
+}
+
+#[test]
+fn wrap_around_test_passes_and_fails_when_its_input_changes() {
+    let d = tempfile::tempdir().unwrap();
+    let src = "extern void reach_error(void);\nvoid f(unsigned x) { if (x + 1 == 0) reach_error(); }";
+    let r = emit("wrap", src, "f", d.path());
+    let (c, bc) = emitted_test(&r);
+    assert_eq!(build_and_run(&c, &bc), 0);
+    // The test is not vacuous: with another input it exits non-zero.
+    let text = std::fs::read_to_string(&c).unwrap();
+    assert!(text.contains("4294967295u"), "{text}");
+    let broken = c.with_file_name("broken.c");
+    std::fs::write(&broken, text.replace("4294967295u", "5u")).unwrap();
+    assert_ne!(build_and_run(&broken, &bc), 0);
+}
+
+#[test]
+fn string_comparison_on_a_char_pointer() {
+    let d = tempfile::tempdir().unwrap();
+    let src = "#include <string.h>\nextern void reach_error(void);\nvoid f(const char *s) { if (strcmp(s, \"hello\") == 0) reach_error(); }";
+    let r = emit("str", src, "f", d.path());
+    let bytes: Vec<u8> = r["witness"]["inputs"][0]["bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8).collect();
+    assert!(bytes.starts_with(b"hello\0"), "{bytes:?}");
+    let (c, bc) = emitted_test(&r);
+    assert_eq!(build_and_run(&c, &bc), 0);
+}
+
+#[test]
+fn nondet_calls_in_main_give_testcomp_xml() {
+    let d = tempfile::tempdir().unwrap();
+    let src = "extern void reach_error(void);\nextern int __VERIFIER_nondet_int(void);\nextern unsigned char __VERIFIER_nondet_uchar(void);\n\
+               int main(void) { int a = __VERIFIER_nondet_int(); unsigned char c = __VERIFIER_nondet_uchar(); if (a < -5 && a > -9 && c == 'z') reach_error(); return 0; }";
+    let r = emit("nd", src, "main", d.path());
+    let (c, bc) = emitted_test(&r);
+    assert_eq!(build_and_run(&c, &bc), 0);
+
+    // testcase-N.xml: a <testcase> of <input> elements, one per nondet value, in call order.
+    let xml = std::fs::read_to_string(d.path().join("testcase-1.xml")).unwrap();
+    assert!(xml.contains("<!DOCTYPE testcase PUBLIC \"+//IDN sosy-lab.org//DTD test-format testcase 1.1//EN\""));
+    let doc = roxmltree::Document::parse_with_options(&xml, dtd()).expect("well-formed testcase");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testcase");
+    let inputs: Vec<_> = root.children().filter(|n| n.is_element()).collect();
+    assert!(inputs.iter().all(|n| n.tag_name().name() == "input"));
+    assert_eq!(inputs.len(), 2);
+    let a: i64 = inputs[0].text().unwrap().parse().unwrap();
+    assert!(a < -5 && a > -9, "int input written signed: {a}");
+    assert_eq!(inputs[1].text(), Some("122"));
+
+    // metadata.xml: the DTD's elements in the DTD's order.
+    let meta = std::fs::read_to_string(d.path().join("metadata.xml")).unwrap();
+    let doc = roxmltree::Document::parse_with_options(&meta, dtd()).expect("well-formed metadata");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "test-metadata");
+    let names: Vec<&str> = root.children().filter(|n| n.is_element()).map(|n| n.tag_name().name()).collect();
+    assert_eq!(
+        names,
+        ["sourcecodelang", "producer", "specification", "programfile", "programhash", "entryfunction", "architecture", "creationtime"]
+    );
+    let get = |tag: &str| root.children().find(|n| n.tag_name().name() == tag).and_then(|n| n.text()).unwrap_or("").to_string();
+    assert_eq!(get("entryfunction"), "main");
+    assert_eq!(get("architecture"), "64bit");
+    assert_eq!(get("programhash").len(), 64, "sha256 in hex");
+    assert!(get("producer").starts_with("apc-llvm"));
+}
+
+#[test]
+fn a_second_test_takes_the_next_number_and_user_files_are_kept() {
+    let d = tempfile::tempdir().unwrap();
+    let src = "extern void reach_error(void);\nvoid f(int x) { if (x * 3 == 21) reach_error(); }";
+    let p = c_program("mul", src);
+    let args = ["--function", "f", "--call", "reach_error", "--emit-tests", d.path().to_str().unwrap()];
+    json_report(&p.path, &args);
+    json_report(&p.path, &args);
+    assert!(d.path().join("f_if_then_1.c").exists() && d.path().join("f_if_then_2.c").exists());
+    assert!(d.path().join("testcase-2.xml").exists());
+
+    // A Makefile of the user's own: exit status 2, nothing written, the file untouched.
+    let mine = tempfile::tempdir().unwrap();
+    std::fs::write(mine.path().join("Makefile"), "all:\n\techo mine\n").unwrap();
+    let out = run_on(&p.path, &["--function", "f", "--call", "reach_error", "--emit-tests", mine.path().to_str().unwrap()]);
+    assert_bad_input(&out, "not written by apc-llvm");
+    assert_eq!(std::fs::read_to_string(mine.path().join("Makefile")).unwrap(), "all:\n\techo mine\n");
+    assert_eq!(std::fs::read_dir(mine.path()).unwrap().count(), 1, "nothing written half-way");
+}

@@ -3,6 +3,13 @@
 mod common;
 use common::*;
 
+/// The loop structure does not need the full witness search: a short budget keeps tests fast.
+fn analyse(name: &str, src: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--timeout", "5", "--max-models", "2"]);
+    common::analyse(name, src, &all)
+}
+
 #[test]
 fn running_example_has_one_loop_with_two_iterations_and_one_backbone() {
     let r = analyse("foo", include_str!("../c-benchmarks/running_example.c"), &["--function", "foo", "--call", "reach_error"]);

@@ -1,0 +1,16 @@
+// Figure 1 of the loop-navigation paper (Obdržálek & Trtík, ATVA'11), written fresh in C:
+// a counts the 1s in A[0..15), b the 2s in B[0..15).
+// apc: --function fig1 --call reach_error  expect=reachable
+extern void reach_error(void);
+
+void fig1(const int *A, const int *B) {
+  int a = 0, b = 0;
+  for (int i = 0; i < 15; ++i)
+    if (A[i] == 1)
+      ++a;
+  for (int j = 0; j < 15; ++j)
+    if (B[j] == 2)
+      ++b;
+  if (a > 12 && a + b == 23)
+    reach_error();
+}

@@ -39,9 +39,11 @@ fn running_example_iterated_state_looping_condition_and_model() {
     let k = theta(l, "k");
     assert!(k.starts_with("k\u{332}") && k.contains(&format!("trunc32({ka})")) && !k.contains(kb.as_str()), "θ^κ(k) = k̲ + κ1, got {k}");
     assert_eq!(theta(l, "A"), "A\u{332}", "the array is read only");
-    // φ^κ: one ∀τ part per iteration backbone, each with the other counter's ∃τ.
+    // φ^κ: one ∀τ part per iteration backbone, each with the other counter's ∃τ, plus the
+    // total-iteration part over Σκ (i changes by 1 on both backbones).
     let phi = l["looping_condition"].as_str().unwrap();
-    assert_eq!(phi.matches('∀').count(), 2, "{phi}");
+    assert_eq!(phi.matches('∀').count(), 3, "{phi}");
+    assert!(phi.contains("∀τΣ"), "{phi}");
     assert_eq!(phi.matches('∃').count(), 2, "{phi}");
     assert!(phi.contains("= 1") && phi.contains("≠ 1"), "{phi}");
     // A model with κ1 ≥ 10 (k = 3 + κ1 > 12), replayed natively.
@@ -147,4 +149,12 @@ fn read_only_loop_over_a_constant_string() {
                void f(const char *a) { int k = 0; while (H[k] != 0 && a[k] == H[k]) k++; if (H[k] == 0) reach_error(); }";
     let r = reach("hey", src, "f", &["--timeout", "20"]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");
+}
+
+#[test]
+fn loop_navigation_figure1_variant_is_unreachable() {
+    // a > 17 needs more 1s than the 15 elements scanned: the total-iteration condition bounds
+    // κ1 + κ2 by 15 even under wrap-around arithmetic.
+    let r = analyse("fig1", include_str!("../c-benchmarks/nav_fig1_a17.c"), &["--function", "fig1", "--call", "reach_error"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }

@@ -79,6 +79,100 @@ impl LoopSummary {
 }
 
 impl ApcBuilder<'_> {
+    /// A sound strengthening of φ^κ for loops with several iteration backbones: a variable that
+    /// changes by the same loop-invariant d on every backbone equals v̲ + d·t after t iterations in
+    /// total, whatever their mix; so every test shared by all backbones holds at each total index:
+    /// ∀τ (τ < Σκ → test[v̲ ↦ v̲ + d·τ]). Without it the per-backbone parts, each with its own ∃τ
+    /// for the other counters, cannot bound Σκ under wrap-around arithmetic.
+    fn total_iteration_condition(
+        &mut self,
+        vars: &[LoopVar],
+        iterated: &[Option<ExprId>],
+        thetas: &[Vec<Option<ExprId>>],
+        iteration_tests: &[(Vec<ExprId>, Vec<ExprId>)],
+        counters: &[ExprId],
+    ) -> Option<ExprId> {
+        let n = match self.pool.get(counters[0]) {
+            crate::expr::Expr::Symbol { kind: SymbolKind::Kappa(n), .. } => *n,
+            _ => return None,
+        };
+        let tau = self.pool.symbol(&format!("τΣ{n}"), Sort::Bv(64), SymbolKind::Tau(n));
+        let carried: Vec<ExprId> = vars.iter().filter(|v| v.carried).map(|v| v.symbol).collect();
+        let mut at_tau = Substitution::new();
+        let mut any_uniform = false;
+        for (k, v) in vars.iter().enumerate() {
+            if !v.carried {
+                continue;
+            }
+            // Unchanged variables keep their symbol; uniform ones move with τ; others are ⋆.
+            if iterated[k] == Some(v.symbol) {
+                continue;
+            }
+            let uniform = match self.pool.sort(v.symbol) {
+                Sort::Bv(w) => {
+                    let mut d_all: Option<ExprId> = None;
+                    let mut ok = true;
+                    for theta in thetas {
+                        let d = theta[k].and_then(|val| rules::increment(&mut self.pool, v.symbol, val));
+                        match (d, d_all) {
+                            (Some(d), None) if !mentions(&self.pool, d, &carried) => d_all = Some(d),
+                            (Some(d), Some(prev)) if d == prev => {}
+                            _ => ok = false,
+                        }
+                    }
+                    match (ok, d_all) {
+                        (true, Some(d)) => {
+                            let t = self.pool.resize(tau, w);
+                            let dt = self.pool.bin(crate::expr::BvOp::Mul, d, t);
+                            Some(self.pool.bin(crate::expr::BvOp::Add, v.symbol, dt))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            match uniform {
+                Some(e) => {
+                    any_uniform = true;
+                    at_tau.insert(v.symbol, e);
+                }
+                None => {
+                    let star = self.pool.star(self.pool.sort(v.symbol));
+                    at_tau.insert(v.symbol, star);
+                }
+            }
+        }
+        if !any_uniform {
+            return None;
+        }
+        let (first, rest) = iteration_tests.split_first()?;
+        let mut body = vec![];
+        for &t in &first.0 {
+            let shared = rest.iter().all(|(tests, _)| tests.contains(&t));
+            let inner = iteration_tests.iter().any(|(_, fresh)| mentions(&self.pool, t, fresh));
+            if shared && !inner {
+                let t = at_tau.apply(&mut self.pool, t);
+                push_test(&self.pool, &mut body, t);
+            }
+        }
+        if body.is_empty() {
+            return None;
+        }
+        let body = self.pool.and(body);
+        // Σκ is a number of iterations, below 2^64 like each counter: its sum does not wrap.
+        let mut total = counters[0];
+        let mut no_wrap = vec![];
+        for &c in &counters[1..] {
+            let next = self.pool.bin(crate::expr::BvOp::Add, total, c);
+            no_wrap.push(self.pool.cmp(crate::ir::IntPredicate::Uge, next, total));
+            total = next;
+        }
+        let bound = self.pool.cmp(crate::ir::IntPredicate::Ult, tau, total);
+        let imp = self.pool.implies(bound, body);
+        no_wrap.push(self.pool.forall(vec![tau], imp));
+        Some(self.pool.and(no_wrap))
+    }
+
     /// Phi nodes of the entry and values the loop reads from outside it.
     fn loop_values(&self, loop_id: LoopId) -> (Vec<ValueId>, Vec<ValueId>) {
         let f = &self.program.function;
@@ -332,6 +426,11 @@ impl ApcBuilder<'_> {
             let bound = self.pool.cmp(crate::ir::IntPredicate::Ult, taus[i], counters[i]);
             let imp = self.pool.implies(bound, exists);
             parts.push(self.pool.forall(vec![taus[i]], imp));
+        }
+        if counters.len() > 1 {
+            if let Some(total) = self.total_iteration_condition(&vars, &iterated, &thetas, &iteration_tests, &counters) {
+                parts.push(total);
+            }
         }
         let looping = self.pool.and(parts);
         debug!(loop = loop_id.0, looping = %Printer::new(&self.pool).print(looping), "loop summarised");

@@ -7,7 +7,7 @@ use crate::expr::{mentions, BvOp, Expr, ExprId, ExprPool, Sort, Substitution};
 use crate::ir::IntPredicate;
 
 /// `val = sym + d` with `d` free of `sym`: returns d.
-fn increment(pool: &mut ExprPool, sym: ExprId, val: ExprId) -> Option<ExprId> {
+pub(super) fn increment(pool: &mut ExprPool, sym: ExprId, val: ExprId) -> Option<ExprId> {
     match pool.get(val).clone() {
         Expr::Bin(BvOp::Add, a, b) => {
             if a == sym && !mentions(pool, b, &[sym]) {

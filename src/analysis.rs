@@ -149,7 +149,11 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
                 models += 1;
                 let tr = Instant::now();
                 if replayer.is_none() {
-                    replayer = Some(Replayer::new(loaded, config.keep_temps)?);
+                    let rp = Replayer::new(loaded, config.keep_temps)?;
+                    if config.keep_temps {
+                        eprintln!("apc-llvm: replay files kept in {}", rp.dir().display());
+                    }
+                    replayer = Some(rp);
                 }
                 let rp = replayer.as_mut().expect("just built");
                 let left = config.timeout.saturating_sub(t0.elapsed());

@@ -47,7 +47,11 @@ pub fn run(config: &Config) -> Result<Report> {
         let l = &mut report.loops[loop_id.0 as usize];
         l.iterated_state = theta.into_iter().collect();
         l.looping_condition = Some(phi);
-        l.counters = summary.counters.iter().map(|&c| Printer::new(&pool).print(c)).collect();
+        l.counters = summary
+            .backbone_counters
+            .iter()
+            .map(|c| c.map_or_else(|| "infeasible".to_string(), |c| Printer::new(&pool).print(c)))
+            .collect();
     }
     report.smtlib = Some(solve::smtlib(&pool, apc.formula));
     report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());

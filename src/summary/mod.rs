@@ -55,8 +55,10 @@ pub struct LoopSummary {
     pub after: Vec<Option<ExprId>>,
     /// φ^κ.
     pub looping: ExprId,
-    /// κ_1 … κ_k, one per iteration backbone.
+    /// κ_1 … κ_k, one per feasible iteration backbone.
     pub counters: Vec<ExprId>,
+    /// The counter of each iteration backbone of the loop, `None` for infeasible ones.
+    pub backbone_counters: Vec<Option<ExprId>>,
     /// Fresh symbols standing for memory written by the loop (existential, like counters).
     pub aux: Vec<ExprId>,
     /// Objects allocated inside the loop: unknown after it.
@@ -330,8 +332,21 @@ impl ApcBuilder<'_> {
         // Execute every iteration backbone of P(C, v).
         let mut thetas: Vec<Vec<Option<ExprId>>> = vec![];
         let mut iteration_tests: Vec<(Vec<ExprId>, Vec<ExprId>)> = vec![];
+        let mut feasible = vec![];
         for bb in &l.backbones {
             let r = self.execute_path(&bb.nodes, &bb.entries, st.clone(), true);
+            // An iteration whose tests cannot hold never runs (clang's `a && b` phis produce
+            // such paths): it gets no counter. Dropping it is sound because its counter would be 0.
+            let cond = self.pool.and(r.tests.iter().copied());
+            let possible = self.pool.as_bool(cond) != Some(false)
+                && !matches!(
+                    crate::solve::check(&self.pool, cond, std::time::Duration::from_millis(300), |_| ()).outcome,
+                    crate::solve::Outcome::Unsat
+                );
+            feasible.push(possible);
+            if !possible {
+                continue;
+            }
             let mut theta = vec![];
             for v in &vars {
                 let val = match &v.var {
@@ -356,7 +371,7 @@ impl ApcBuilder<'_> {
         let created_objects: Vec<ObjectId> = (objects_before..self.inputs.objects.len()).map(|o| ObjectId(o as u32)).collect();
 
         // Path counters, one per iteration backbone.
-        let counters: Vec<ExprId> = (0..l.backbones.len())
+        let counters: Vec<ExprId> = (0..thetas.len())
             .map(|_| {
                 self.next_counter += 1;
                 let n = self.next_counter;
@@ -434,6 +449,8 @@ impl ApcBuilder<'_> {
         }
         let looping = self.pool.and(parts);
         debug!(loop = loop_id.0, looping = %Printer::new(&self.pool).print(looping), "loop summarised");
-        LoopSummary { loop_id, vars, after, looping, counters, aux, created_objects }
+        let mut it = counters.iter();
+        let backbone_counters = feasible.iter().map(|&f| if f { it.next().copied() } else { None }).collect();
+        LoopSummary { loop_id, vars, after, looping, counters, backbone_counters, aux, created_objects }
     }
 }

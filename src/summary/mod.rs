@@ -59,6 +59,9 @@ pub struct LoopSummary {
     pub counters: Vec<ExprId>,
     /// The counter of each iteration backbone of the loop, `None` for infeasible ones.
     pub backbone_counters: Vec<Option<ExprId>>,
+    /// For a loop with one feasible iteration backbone: the number of iterations as a function
+    /// of the loop-entry symbols, proved by the recurrence check of [`closed_form`].
+    pub closed_form: Option<ExprId>,
     /// Fresh symbols standing for memory written by the loop (existential, like counters).
     pub aux: Vec<ExprId>,
     /// Objects allocated inside the loop: unknown after it.
@@ -249,14 +252,25 @@ impl ApcBuilder<'_> {
             };
             sigma.insert(v.symbol, cur);
         }
-        let tests = vec![sigma.apply(&mut self.pool, summary.looping)];
+        let mut tests = vec![sigma.apply(&mut self.pool, summary.looping)];
+        // A proved iteration count replaces the counter in the state (the heavyweight step of
+        // Algorithm 2): outer loops can then summarise values the inner loop computes.
+        let mut count = Substitution::new();
+        if let (Some(e), [k]) = (summary.closed_form, summary.counters.as_slice()) {
+            let e = sigma.apply(&mut self.pool, e);
+            tests.push(self.pool.eq(*k, e));
+            count.insert(*k, e);
+        }
         // θ ← θ⟨θ^κ⟩ for the carried variables; σ was built from the old state, so updating `st`
         // variable by variable is still a simultaneous substitution.
         for (v, e) in summary.vars.iter().zip(&summary.after) {
             if !v.carried {
                 continue;
             }
-            let new = e.map(|e| sigma.apply(&mut self.pool, e));
+            let new = e.map(|e| {
+                let e = sigma.apply(&mut self.pool, e);
+                count.apply(&mut self.pool, e)
+            });
             match (&v.var, new) {
                 (Var::Value(x), n) => {
                     let n = n.unwrap_or_else(|| self.pool.star(self.pool.sort(v.symbol)));
@@ -451,6 +465,71 @@ impl ApcBuilder<'_> {
         debug!(loop = loop_id.0, looping = %Printer::new(&self.pool).print(looping), "loop summarised");
         let mut it = counters.iter();
         let backbone_counters = feasible.iter().map(|&f| if f { it.next().copied() } else { None }).collect();
-        LoopSummary { loop_id, vars, after, looping, counters, backbone_counters, aux, created_objects }
+        let closed_form = match (thetas.as_slice(), iteration_tests.as_slice()) {
+            ([theta], [(tests, fresh)]) if fresh.is_empty() => closed_form(&mut self.pool, &vars, theta, tests),
+            _ => None,
+        };
+        if let Some(e) = closed_form {
+            debug!(loop = loop_id.0, count = %Printer::new(&self.pool).print(e), "iteration count in closed form");
+        }
+        LoopSummary { loop_id, vars, after, looping, counters, backbone_counters, closed_form, aux, created_objects }
     }
+}
+
+/// The number of iterations of a loop with a single iteration backbone, as an expression over
+/// the loop-entry symbols, when one of a few candidates built from the loop's comparisons passes
+/// the recurrence check
+///     (¬c(s) → E(s) = 0) ∧ (c(s) → E(s) = 1 + E(step(s)))
+/// for every state s, where c is the iteration's condition and step its effect. By induction on
+/// the real number of iterations, every terminating run then iterates exactly E(s) times: the
+/// check is quantifier-free and exact on bit-vectors, so wrap-around can only make it fail.
+fn closed_form(pool: &mut crate::expr::ExprPool, vars: &[LoopVar], theta: &[Option<ExprId>], tests: &[ExprId]) -> Option<ExprId> {
+    use crate::expr::{BvOp, Expr};
+    if tests.is_empty() {
+        return None;
+    }
+    let mut step = Substitution::new();
+    for (v, t) in vars.iter().zip(theta) {
+        if v.carried {
+            step.insert(v.symbol, (*t)?);
+        }
+    }
+    let c = pool.and(tests.iter().copied());
+    if matches!(pool.get(c), Expr::Forall(..) | Expr::Exists(..)) {
+        return None;
+    }
+    let mut candidates = vec![];
+    for &t in tests {
+        if let Expr::Cmp(_, a, b) = pool.get(t).clone() {
+            let Sort::Bv(w) = pool.sort(a) else { continue };
+            for (x, y) in [(b, a), (a, b)] {
+                let d = pool.bin(BvOp::Sub, x, y);
+                let d = if w < 64 { pool.zext(d, 64) } else { pool.trunc(d, 64) };
+                for k in [0u64, 1] {
+                    let kk = pool.bv(64, k);
+                    let n = pool.bin(BvOp::Add, d, kk);
+                    let zero = pool.bv(64, 0);
+                    candidates.push(pool.ite(c, n, zero));
+                }
+            }
+        }
+    }
+    let zero = pool.bv(64, 0);
+    let one = pool.bv(64, 1);
+    for e in candidates {
+        let next = step.apply(pool, e);
+        let plus = pool.bin(BvOp::Add, next, one);
+        let continues = pool.eq(e, plus);
+        let stops = pool.eq(e, zero);
+        let nc = pool.not(c);
+        let a = pool.implies(nc, stops);
+        let b = pool.implies(c, continues);
+        let ok = pool.and([a, b]);
+        let bad = pool.not(ok);
+        let answer = crate::solve::check(pool, bad, std::time::Duration::from_millis(500), |_| ());
+        if matches!(answer.outcome, crate::solve::Outcome::Unsat) {
+            return Some(e);
+        }
+    }
+    None
 }

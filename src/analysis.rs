@@ -121,7 +121,9 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
             report.reason = "the solver gave no answer within the time budget".into();
             return Ok(());
         };
-        if let (Outcome::Sat(_), Some(b)) = (&last.answer.outcome, bounded) {
+        // The model already has every κ < K: it satisfies the bounded query too.
+        let all_below_k = matches!(&last.answer.outcome, Outcome::Sat((_, c)) if c.values().all(|&v| v < k as u64));
+        if let (Outcome::Sat(_), Some(b), false) = (&last.answer.outcome, bounded, all_below_k) {
             // A better model is worth a little time, not the budget.
             let left = (config.timeout.saturating_sub(t0.elapsed()) / 4).min(Duration::from_secs(3));
             let refined = solve::check(&pool, b, left, |m| extract(&pool, b, m));

@@ -166,3 +166,20 @@ fn loop_navigation_figure1_variant_is_unreachable() {
     let r = analyse("fig1", include_str!("../c-benchmarks/nav_fig1_a17.c"), &["--function", "fig1", "--call", "reach_error"]);
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
+
+#[test]
+fn array_written_on_one_backbone_keeps_its_last_write() {
+    // Section 4's second rule (made sound): the loop's last store is known after the loop.
+    let f = "void f(int *a, int n) { for (int i = 0; i < n; i++) a[i] = 2 * i; if (n > 3 && a[n - 1] == 2 * n - 2) reach_error(); }";
+    let r = reach("aw", f, "f", &["--timeout", "20"]);
+    let l = the_loop(&r, "for.cond");
+    let a = theta(l, "a");
+    assert!(a.starts_with("ite(κ") && a.contains("↦"), "θ^κ(a) = ite(κ ≠ 0, prev{{o ↦ v}}, a̲): {a}");
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    // 2·(n − 1) is even even when it wraps: 7 is never the last element.
+    let g = f.replace("a[n - 1] == 2 * n - 2", "a[n - 1] == 7");
+    assert_eq!(reach("aw2", &g, "f", &["--timeout", "20"])["verdict"], "unreachable");
+    // Cells before the last one are unknown, not their old contents: never unreachable.
+    let h = f.replace("a[n - 1] == 2 * n - 2", "a[0] == 0");
+    assert_ne!(reach("aw3", &h, "f", &["--timeout", "20"])["verdict"], "unreachable");
+}

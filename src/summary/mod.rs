@@ -84,6 +84,66 @@ impl LoopSummary {
 }
 
 impl ApcBuilder<'_> {
+    /// Section 4's second array rule, made sound: memory written on one iteration backbone π_i
+    /// only, by stores whose offsets and values depend on no counter but κ_i, ends as the last
+    /// π_i iteration left it: ite(κ_i ≠ 0, prev{o(κ_i − 1) ↦ v(κ_i − 1)}…, M̲), where `prev` (a
+    /// fresh array) is the memory before that iteration. (Reusing M̲ for `prev`, as the paper's
+    /// sketch does, would forget the earlier iterations' writes.)
+    #[allow(clippy::too_many_arguments)]
+    fn last_writes(
+        &mut self,
+        sym: ExprId,
+        k: usize,
+        prev: ExprId,
+        vars: &[LoopVar],
+        iterated: &[Option<ExprId>],
+        thetas: &[Vec<Option<ExprId>>],
+        counters: &[ExprId],
+    ) -> Option<ExprId> {
+        use crate::expr::Expr;
+        let writers: Vec<usize> = (0..thetas.len()).filter(|&i| thetas[i][k] != Some(sym)).collect();
+        let [i] = writers.as_slice() else { return None };
+        // The stores of that iteration, innermost first, directly over M̲.
+        let mut stores = vec![];
+        let mut m = thetas[*i][k]?;
+        while m != sym {
+            match self.pool.get(m).clone() {
+                Expr::Store { array, offset, value, width } => {
+                    stores.push((offset, value, width));
+                    m = array;
+                }
+                _ => return None,
+            }
+        }
+        stores.reverse();
+        // θ^κ⟨e⟩[κ_i ↦ κ_i − 1]: the state at the start of the last π_i iteration.
+        let mut at_last = Substitution::new();
+        for (j, v) in vars.iter().enumerate() {
+            let e = iterated[j].unwrap_or_else(|| self.pool.star(self.pool.sort(v.symbol)));
+            at_last.insert(v.symbol, e);
+        }
+        let one = self.pool.bv(64, 1);
+        let minus_one = self.pool.bin(crate::expr::BvOp::Sub, counters[*i], one);
+        let mut prev_iteration = Substitution::new();
+        prev_iteration.insert(counters[*i], minus_one);
+        let others: Vec<ExprId> = counters.iter().enumerate().filter(|(j, _)| j != i).map(|(_, &c)| c).collect();
+        let mut mem = prev;
+        for (o, v, w) in stores {
+            let mut parts = vec![];
+            for e in [o, v] {
+                let e = at_last.apply(&mut self.pool, e);
+                if self.pool.is_star(e) || mentions(&self.pool, e, &others) {
+                    return None;
+                }
+                parts.push(prev_iteration.apply(&mut self.pool, e));
+            }
+            mem = self.pool.store(mem, parts[0], parts[1], w);
+        }
+        let zero = self.pool.bv(64, 0);
+        let ran = self.pool.cmp(crate::ir::IntPredicate::Ne, counters[*i], zero);
+        Some(self.pool.ite(ran, mem, sym))
+    }
+
     /// A sound strengthening of φ^κ for loops with several iteration backbones: a variable that
     /// changes by the same loop-invariant d on every backbone equals v̲ + d·t after t iterations in
     /// total, whatever their mix; so every test shared by all backbones holds at each total index:
@@ -403,7 +463,7 @@ impl ApcBuilder<'_> {
             if let (Var::Mem(_), None) = (&v.var, iterated[k]) {
                 self.next_aux += 1;
                 let a = self.pool.symbol(&format!("{}′{}", v.name, self.next_aux), Sort::MEMORY, SymbolKind::Aux);
-                after[k] = Some(a);
+                after[k] = Some(self.last_writes(v.symbol, k, a, &vars, &iterated, &thetas, &counters).unwrap_or(a));
                 aux.push(a);
             }
         }

@@ -73,7 +73,7 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
     let program = Arc::new(loaded.program.clone());
     let counters: Vec<ExprId> = apc.summaries.iter().flat_map(|(_, s)| s.counters.clone()).collect();
     let counter_syms = counters.clone();
-    let extract: Arc<dyn Fn(&ExprPool, ExprId, &mut ModelView) -> ModelData + Send + Sync> = {
+    let extract: solve::ModelExtractor<ModelData> = {
         let (apc, program) = (apc.clone(), program.clone());
         Arc::new(move |pool: &ExprPool, solved: ExprId, m: &mut ModelView| {
             let w = witness::from_model(&program, &apc, pool, solved, m);

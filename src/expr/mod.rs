@@ -44,45 +44,9 @@ impl Sort {
     }
 }
 
-/// Bit-vector operations with LLVM semantics (wrapping; division by zero is left to the SMT
-/// semantics, which is sound because no native run survives it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BvOp {
-    Add,
-    Sub,
-    Mul,
-    UDiv,
-    SDiv,
-    URem,
-    SRem,
-    Shl,
-    LShr,
-    AShr,
-    And,
-    Or,
-    Xor,
-}
-
-impl From<crate::ir::BinOp> for BvOp {
-    fn from(op: crate::ir::BinOp) -> Self {
-        use crate::ir::BinOp as B;
-        match op {
-            B::Add => BvOp::Add,
-            B::Sub => BvOp::Sub,
-            B::Mul => BvOp::Mul,
-            B::UDiv => BvOp::UDiv,
-            B::SDiv => BvOp::SDiv,
-            B::URem => BvOp::URem,
-            B::SRem => BvOp::SRem,
-            B::Shl => BvOp::Shl,
-            B::LShr => BvOp::LShr,
-            B::AShr => BvOp::AShr,
-            B::And => BvOp::And,
-            B::Or => BvOp::Or,
-            B::Xor => BvOp::Xor,
-        }
-    }
-}
+/// Bit-vector operations: the IR's binary operators, with LLVM semantics (wrapping; division by
+/// zero is left to the SMT semantics, which is sound because no native run survives it).
+pub use crate::ir::BinOp as BvOp;
 
 /// What a symbol stands for; decides how it is named and printed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -275,28 +275,17 @@ impl ExprPool {
     }
 
     pub fn zext(&mut self, a: ExprId, w: u32) -> ExprId {
-        let from = self.width(a);
-        assert!(w >= from, "zext to a narrower width");
-        if w == from {
-            return a;
-        }
-        if let Some(s) = self.absorb(&[a], Sort::Bv(w)) {
-            return s;
-        }
-        if let Some(c) = self.as_const(a) {
-            if w <= 64 {
-                return self.bv(w, c);
-            }
-        }
-        if let Expr::ZExt(x, _) = self.get(a).clone() {
-            return self.zext(x, w);
-        }
-        self.intern(Expr::ZExt(a, w), Sort::Bv(w))
+        self.extend(a, w, false)
     }
 
     pub fn sext(&mut self, a: ExprId, w: u32) -> ExprId {
+        self.extend(a, w, true)
+    }
+
+    /// Zero- or sign-extension to `w` bits, folding constants and nested extensions of one kind.
+    fn extend(&mut self, a: ExprId, w: u32, signed: bool) -> ExprId {
         let from = self.width(a);
-        assert!(w >= from, "sext to a narrower width");
+        assert!(w >= from, "extension to a narrower width");
         if w == from {
             return a;
         }
@@ -305,13 +294,13 @@ impl ExprPool {
         }
         if let Some(c) = self.as_const(a) {
             if w <= 64 {
-                return self.bv(w, to_signed(from, c) as u64);
+                return self.bv(w, if signed { to_signed(from, c) as u64 } else { c });
             }
         }
-        if let Expr::SExt(x, _) = self.get(a).clone() {
-            return self.sext(x, w);
+        match (self.get(a).clone(), signed) {
+            (Expr::ZExt(x, _), false) | (Expr::SExt(x, _), true) => self.extend(x, w, signed),
+            _ => self.intern(if signed { Expr::SExt(a, w) } else { Expr::ZExt(a, w) }, Sort::Bv(w)),
         }
-        self.intern(Expr::SExt(a, w), Sort::Bv(w))
     }
 
     pub fn extract(&mut self, hi: u32, lo: u32, a: ExprId) -> ExprId {
@@ -384,7 +373,7 @@ impl ExprPool {
 
     /// `width` bits little-endian at byte `offset` of a memory array.
     pub fn load(&mut self, array: ExprId, offset: ExprId, width: u32) -> ExprId {
-        assert!(width % 8 == 0 && width > 0 && width <= 64, "loads are whole bytes, ≤ 64 bits");
+        assert!(width.is_multiple_of(8) && width > 0 && width <= 64, "loads are whole bytes, ≤ 64 bits");
         if let Some(s) = self.absorb(&[array, offset], Sort::Bv(width)) {
             return s;
         }
@@ -409,7 +398,7 @@ impl ExprPool {
     }
 
     pub fn store(&mut self, array: ExprId, offset: ExprId, value: ExprId, width: u32) -> ExprId {
-        assert!(width % 8 == 0 && width > 0 && width <= 64, "stores are whole bytes, ≤ 64 bits");
+        assert!(width.is_multiple_of(8) && width > 0 && width <= 64, "stores are whole bytes, ≤ 64 bits");
         let sort = self.sort(array);
         if let Some(s) = self.absorb(&[array, offset, value], sort) {
             return s;

@@ -104,14 +104,13 @@ impl Lowerer {
             return;
         }
         match llvm::type_kind(ty) {
-            LLVMTypeKind::LLVMIntegerTypeKind if llvm::is_a_constant_int(c) => {
-                if llvm::int_width(ty) <= 64 {
+            LLVMTypeKind::LLVMIntegerTypeKind if llvm::is_a_constant_int(c)
+                && llvm::int_width(ty) <= 64 => {
                     let v = llvm::const_int_zext(c);
                     for (i, b) in out.iter_mut().enumerate().take(8) {
                         *b = Some((v >> (8 * i)) as u8);
                     }
                 }
-            }
             LLVMTypeKind::LLVMArrayTypeKind => {
                 let elem = llvm::element_type(ty);
                 let esize = llvm::alloc_size(self.td, elem) as usize;

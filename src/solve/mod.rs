@@ -98,6 +98,9 @@ struct Interruptible(Option<z3_sys::Z3_context>);
 // the owning thread has not yet left `race`'s worker, which clears it under the same mutex.
 unsafe impl Send for Interruptible {}
 
+/// What a racing query does with its model (inside its own thread): pool, solved formula, model.
+pub type ModelExtractor<T> = std::sync::Arc<dyn Fn(&ExprPool, ExprId, &mut ModelView) -> T + Send + Sync>;
+
 /// One finished query of a race.
 #[derive(Debug)]
 pub struct RaceEntry<T> {
@@ -112,7 +115,7 @@ pub fn race<T: Send + 'static>(
     pool: std::sync::Arc<ExprPool>,
     queries: Vec<(String, ExprId)>,
     timeout: Duration,
-    extract: std::sync::Arc<dyn Fn(&ExprPool, ExprId, &mut ModelView) -> T + Send + Sync>,
+    extract: ModelExtractor<T>,
 ) -> Vec<RaceEntry<T>> {
     use std::sync::{mpsc, Arc, Mutex};
     let (tx, rx) = mpsc::channel::<RaceEntry<T>>();
@@ -285,7 +288,7 @@ impl<'a> Translator<'a> {
                 let (arr, off) = (self.array(array), self.bv(offset));
                 let mut out: Option<BV> = None;
                 for k in 0..width / 8 {
-                    let idx = off.bvadd(&BV::from_u64(k as u64, 64));
+                    let idx = off.bvadd(BV::from_u64(k as u64, 64));
                     let byte = arr.select(&idx).as_bv().expect("memory holds bytes");
                     // Little endian: byte k holds bits 8k..8k+7.
                     out = Some(match out {
@@ -298,7 +301,7 @@ impl<'a> Translator<'a> {
             Expr::Store { array, offset, value, width } => {
                 let (mut arr, off, val) = (self.array(array), self.bv(offset), self.bv(value));
                 for k in 0..width / 8 {
-                    let idx = off.bvadd(&BV::from_u64(k as u64, 64));
+                    let idx = off.bvadd(BV::from_u64(k as u64, 64));
                     arr = arr.store(&idx, &val.extract(8 * k + 7, 8 * k));
                 }
                 arr.into()

@@ -189,7 +189,7 @@ impl<'p> Executor<'p> {
                 let mut off = self.pool.bin(BvOp::Add, offset, c);
                 for (idx, scale) in terms {
                     let i = self.int(st, idx, &Ty::Int(64));
-                    let i = self.to_i64_signed(i);
+                    let i = self.index_as_i64(i);
                     let s = self.pool_bv64(*scale);
                     let t = self.pool.bin(BvOp::Mul, i, s);
                     off = self.pool.bin(BvOp::Add, off, t);
@@ -214,7 +214,7 @@ impl<'p> Executor<'p> {
     }
 
     /// Sign-extends or truncates an index to 64 bits (GEP indices are signed).
-    fn to_i64_signed(&mut self, e: ExprId) -> ExprId {
+    fn index_as_i64(&mut self, e: ExprId) -> ExprId {
         match self.pool.sort(e) {
             Sort::Bool => self.pool.bool_to_bv(e, 64, false),
             Sort::Bv(w) if w < 64 => self.pool.sext(e, 64),
@@ -233,12 +233,12 @@ impl<'p> Executor<'p> {
                 B::Xor | B::Add | B::Sub => self.pool.cmp(IntPredicate::Ne, a, b),
                 _ => {
                     let (x, y) = (self.pool.bool_to_bv(a, 1, false), self.pool.bool_to_bv(b, 1, false));
-                    let r = self.pool.bin(op.into(), x, y);
+                    let r = self.pool.bin(op, x, y);
                     self.pool.low_bit(r)
                 }
             };
         }
-        self.pool.bin(op.into(), a, b)
+        self.pool.bin(op, a, b)
     }
 
     fn compare(&mut self, st: &State, pred: IntPredicate, a: SymVal, b: SymVal) -> ExprId {

@@ -162,3 +162,30 @@ fn helper_functions_are_inlined_with_their_arguments() {
     let x = int_input(&r, "x") as u32;
     assert_eq!(x.wrapping_mul(x), 49);
 }
+
+#[test]
+fn calls_through_function_pointers_are_inlined() {
+    let src = format!("{HEADER}static int sq(int v) {{ return v * v; }}\nstatic int apply(int (*f)(int), int v) {{ return f(v); }}\nvoid f(int v) {{ if (apply(sq, v) == 49) reach_error(); }}");
+    let r = reach("fptr", &src, "f");
+    assert_reachable(&r);
+    assert_eq!(r["apc"], "(v\u{332} · v\u{332}) = 49");
+}
+
+#[test]
+fn function_names_that_clash_with_libc_declarations() {
+    // `brk` is declared by <unistd.h>; the replay driver must not care.
+    let src = format!("{HEADER}void brk(int x) {{ if (x == 4) reach_error(); }}");
+    assert_reachable(&reach("clash", &src, "brk"));
+}
+
+#[test]
+fn pointer_differences_within_one_object() {
+    let src = format!(
+        "{HEADER}void f(const char *s) {{ const char *p = s; int n = 0; while (*p) {{ if (*p == 'x') n++; p++; }} if (n == 3 && p - s == 5) reach_error(); }}"
+    );
+    let r = reach("ptrdiff", &src, "f");
+    assert_reachable(&r);
+    // Different objects never compare equal, and an address difference is never guessed.
+    let src2 = format!("{HEADER}int g;\nvoid f(int *q) {{ if ((long)q - (long)&g == 8) reach_error(); }}");
+    assert_ne!(reach("ptrdiff2", &src2, "f")["verdict"], "unreachable");
+}

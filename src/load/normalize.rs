@@ -16,7 +16,9 @@ use petgraph::graph::DiGraph;
 use std::collections::{HashMap, HashSet};
 
 /// The pass pipeline run on the module.
-pub const PIPELINE: &str = "always-inline,mem2reg,loop-simplify,instnamer";
+/// Inlining runs twice: a call through a function pointer becomes direct only once mem2reg has
+/// propagated the pointer, and is then inlined like any other.
+pub const PIPELINE: &str = "always-inline,mem2reg,always-inline,mem2reg,loop-simplify,instnamer";
 
 /// Names of defined functions that take part in a call cycle (directly or mutually recursive):
 /// they cannot be inlined.

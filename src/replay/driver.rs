@@ -104,11 +104,13 @@ pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
         out,
         "/* Exits 0 exactly when a target block is entered; the target number goes to fd 3 if open. */"
     );
-    out.push_str("#include <stdlib.h>\n#include <unistd.h>\n\n");
+    // No headers: the program's own names (a function called `brk` or `write`) must not clash
+    // with library declarations. The three library functions used are declared here.
+    out.push_str("void _exit(int);\nlong write(int, const void *, unsigned long);\nint atexit(void (*)(void));\n\n");
     let _ = writeln!(out, "static void apc_not_reached(void) {{ _exit({EXIT_NOT_REACHED}); }}");
     let _ = writeln!(
         out,
-        "static void apc_trace(const char *kind, unsigned v) {{\n  char msg[64]; int n = 0; while (kind[n] && n < 40) {{ msg[n] = kind[n]; n++; }}\n  msg[n++] = ' '; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  (void)!write(3, msg, (size_t)n);\n}}\nvoid {TARGET_MARKER}(int id) {{ apc_trace(\"hit\", (unsigned)id); _exit(0); }}\n"
+        "static void apc_trace(const char *kind, unsigned v) {{\n  char msg[64]; int n = 0; while (kind[n] && n < 40) {{ msg[n] = kind[n]; n++; }}\n  msg[n++] = ' '; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  (void)!write(3, msg, (unsigned long)n);\n}}\nvoid {TARGET_MARKER}(int id) {{ apc_trace(\"hit\", (unsigned)id); _exit(0); }}\n"
     );
     // The nondet stream.
     let values: Vec<String> = w.nondet.iter().map(|v| format!("{v}ull")).collect();
@@ -150,10 +152,11 @@ pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
         args.push(v);
     }
     let proto = if types.is_empty() { "void".to_string() } else { types.join(", ") };
-    let _ = writeln!(out, "\nvoid {}({proto});\n", spec.call_name);
+    // Called through an asm label, so that its name cannot clash with anything declared here.
+    let _ = writeln!(out, "\nvoid apc_function_under_test({proto}) __asm__(\"{}\");\n", spec.call_name);
     out.push_str("int main(void) {\n  atexit(apc_not_reached);\n");
     out.push_str(&decls);
-    let _ = writeln!(out, "  {}({});", spec.call_name, args.join(", "));
+    let _ = writeln!(out, "  apc_function_under_test({});", args.join(", "));
     let _ = writeln!(out, "  return {EXIT_NOT_REACHED};\n}}");
     out
 }

@@ -290,6 +290,13 @@ impl<'p> Executor<'p> {
             }
             (CastOp::BitCast, v) => v,
             (CastOp::PtrToInt, SymVal::Null) => SymVal::Int(self.pool.bv(ty.int_width().unwrap_or(64), 0)),
+            // An object's address is an unknown constant; offsets within it are exact, so
+            // pointer differences (`p - s`) come out right.
+            (CastOp::PtrToInt, SymVal::Ptr { obj, offset }) => {
+                let base = self.inputs.object_address(self.pool, obj);
+                let addr = self.pool.bin(BvOp::Add, base, offset);
+                SymVal::Int(self.pool.resize(addr, ty.int_width().unwrap_or(64)))
+            }
             // Addresses are not modelled: the integer value of a pointer is unknown.
             _ => self.star_of(ty),
         }

@@ -176,6 +176,12 @@ impl Inputs {
             .get_or_insert_with(|| pool.symbol("nondet", Sort::Array { index: 64, elem: 64 }, SymbolKind::Input))
     }
 
+    /// The (unknown) address of an object, as a 64-bit symbol `&name`.
+    pub fn object_address(&mut self, pool: &mut ExprPool, obj: ObjectId) -> ExprId {
+        let name = format!("&{}", self.object(obj).name);
+        pool.symbol(&name, Sort::Bv(64), SymbolKind::Input)
+    }
+
     pub fn mark_escaped(&mut self, obj: ObjectId) {
         self.escaped.insert(obj);
     }

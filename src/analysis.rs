@@ -113,7 +113,11 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
             timing(report, "unfold", tu.elapsed().as_secs_f64());
             queries.push(("solve_apc_k".to_string(), unfolded));
         }
-        let results = solve::race(pool.clone(), queries, left, extract.clone());
+        // Leave the solvers a little less than what is left now (unfolding took some), for model
+        // extraction and the report.
+        let left = config.timeout.saturating_sub(t0.elapsed());
+        let solver_budget = left.saturating_sub(Duration::from_millis(150)).max(Duration::from_millis(50));
+        let results = solve::race(pool.clone(), queries, solver_budget, extract.clone());
         for r in &results {
             timing(report, &r.name, r.answer.seconds);
         }
@@ -162,8 +166,13 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
                     replayer = Some(rp);
                 }
                 let rp = replayer.as_mut().expect("just built");
-                let left = config.timeout.saturating_sub(t0.elapsed());
-                rp.limits.wall = rp.limits.wall.min(left).max(Duration::from_millis(200));
+                // Linking the driver takes about a quarter second: keep it inside the budget.
+                let left = config.timeout.saturating_sub(t0.elapsed()).saturating_sub(Duration::from_millis(300));
+                if left < Duration::from_millis(100) {
+                    report.reason = format!("the time budget ran out before model {models} could be replayed");
+                    return Ok(());
+                }
+                rp.limits.wall = rp.limits.wall.min(left);
                 rp.limits.cpu_seconds = rp.limits.wall.as_secs() + 1;
                 let run = rp.run(&w)?;
                 timing(report, "replay", tr.elapsed().as_secs_f64());
@@ -190,7 +199,12 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
                     report.reason.push_str(&format!("; gave up after {models} model(s)"));
                     return Ok(());
                 }
-                // Block this model (on the inputs it fixes) and widen the unfolding.
+                // Block this model (on the inputs it fixes) and widen the unfolding; copying the
+                // pool (a losing solver thread may still hold it) is only worth it with time left.
+                if config.timeout.saturating_sub(t0.elapsed()) < Duration::from_millis(500) {
+                    report.reason.push_str(&format!("; the time budget ran out after {models} model(s)"));
+                    return Ok(());
+                }
                 let p = Arc::make_mut(&mut pool);
                 match block(p, &program, &apc, &w) {
                     Some(b) => blocking.push(b),

@@ -91,13 +91,38 @@ impl Builder {
     /// entry nodes; registers (recursively) every loop entered.
     fn backbones_of(&mut self, g: &Flowgraph) -> (Vec<Backbone>, bool) {
         let (paths, truncated) = acyclic_paths(g, self.limits.max_backbones);
+        // Every cycle through v lies in v's strongly connected component of g, so the loop at v
+        // depends only on the prefix nodes inside that component: nodes in no cycle are never
+        // entry nodes, and the others are computed once per (v, prefix ∩ component).
+        let mut component: HashMap<Node, std::rc::Rc<BTreeSet<Node>>> = HashMap::new();
+        for scc in petgraph::algo::tarjan_scc(&g.graph) {
+            let cyclic = scc.len() > 1 || g.graph.contains_edge(scc[0], scc[0]);
+            if cyclic {
+                let set = std::rc::Rc::new(scc.iter().copied().collect::<BTreeSet<Node>>());
+                for n in scc {
+                    component.insert(n, set.clone());
+                }
+            }
+        }
+        let mut memo: HashMap<(Node, Vec<Node>), Option<LoopId>> = HashMap::new();
         let mut out = Vec::with_capacity(paths.len());
         for nodes in paths {
             let mut entries = vec![];
             let mut prefix = BTreeSet::new();
             for (pos, &v) in nodes.iter().enumerate() {
-                if let Some(c) = g.loop_at(v, &prefix) {
-                    entries.push((pos, self.register(g, v, c)));
+                if let Some(comp) = component.get(&v) {
+                    let key: Vec<Node> = prefix.intersection(comp.as_ref()).copied().collect();
+                    let found = match memo.get(&(v, key.clone())) {
+                        Some(&l) => l,
+                        None => {
+                            let l = g.loop_at(v, &prefix).map(|c| self.register(g, v, c));
+                            memo.insert((v, key), l);
+                            l
+                        }
+                    };
+                    if let Some(l) = found {
+                        entries.push((pos, l));
+                    }
                 }
                 prefix.insert(v);
             }

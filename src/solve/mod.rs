@@ -133,7 +133,7 @@ pub fn race<T: Send + 'static>(
         });
     }
     drop(tx);
-    let deadline = Instant::now() + timeout + Duration::from_millis(500);
+    let deadline = Instant::now() + timeout;
     let mut done = vec![];
     let total = handles.len();
     while done.len() < total {

@@ -130,3 +130,12 @@ fn a_second_test_takes_the_next_number_and_user_files_are_kept() {
     assert_eq!(std::fs::read_to_string(mine.path().join("Makefile")).unwrap(), "all:\n\techo mine\n");
     assert_eq!(std::fs::read_dir(mine.path()).unwrap().count(), 1, "nothing written half-way");
 }
+
+#[test]
+fn main_with_argc_and_argv_gets_a_real_argv() {
+    let d = tempfile::tempdir().unwrap();
+    let src = "#include <stdio.h>\nextern void reach_error(void);\nint main(int argc, char **argv) { printf(\"%s\\n\", argv[0]); if (argc == 3 && argv[2][0] == 0) reach_error(); return 0; }";
+    let r = emit("argv", src, "main", d.path());
+    let (c, bc) = emitted_test(&r);
+    assert_eq!(build_and_run(&c, &bc), 0);
+}

@@ -146,10 +146,29 @@ pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
     let mut buf_index = 0;
     let mut types = vec![];
     let mut args = vec![];
-    for (k, p) in f.params.iter().enumerate() {
-        let (t, v) = param_c(p, w.params.get(k), &mut buf_index, &mut decls);
-        types.push(t);
-        args.push(v);
+    let is_main_with_args = spec.call_name == crate::load::REPLAY_MAIN
+        && f.params.len() == 2
+        && f.params[0].ty == Ty::Int(32)
+        && f.params[1].ty == Ty::Ptr;
+    if is_main_with_args {
+        // main(argc, argv): a real argv of argc entries ("apc", then empty strings), argc from
+        // the witness clamped to 1..=64; the analysis treats argv's strings as unknown.
+        let argc = match w.params.first() {
+            Some(ParamInput::Int { value, .. }) => (*value as u32 as i32).clamp(1, 64),
+            _ => 1,
+        };
+        let _ = writeln!(
+            decls,
+            "  static char apc_arg0[] = \"apc\", apc_empty[] = \"\";\n  static char *apc_argv[66];\n  apc_argv[0] = apc_arg0;\n  for (int k = 1; k < {argc}; k++) apc_argv[k] = apc_empty;\n  apc_argv[{argc}] = 0;"
+        );
+        types = vec!["int".into(), "char **".into()];
+        args = vec![argc.to_string(), "apc_argv".into()];
+    } else {
+        for (k, p) in f.params.iter().enumerate() {
+            let (t, v) = param_c(p, w.params.get(k), &mut buf_index, &mut decls);
+            types.push(t);
+            args.push(v);
+        }
     }
     let proto = if types.is_empty() { "void".to_string() } else { types.join(", ") };
     // Called through an asm label, so that its name cannot clash with anything declared here.

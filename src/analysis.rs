@@ -103,13 +103,15 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
         let mut bounded = None;
         if has_quantifiers {
             let tu = Instant::now();
-            let unfolded = unfold(p, apc.formula, k);
+            let unfolded = unfold(p, apc.formula, k, false);
             let unfolded = p.and(std::iter::once(unfolded).chain(blocking.iter().copied()));
-            // With every κ < K all instances of each ∀τ are present: models of this query are
-            // far more likely to be real. Used for witnesses only, never for verdicts.
+            // For witnesses only, never for verdicts: with every κ < K all instances of each ∀τ
+            // are present, and the interleaving constraints make the iterations fit together,
+            // so models of this query are far more likely to be real runs.
+            let consistent = unfold(p, apc.formula, k, true);
             let kk = p.bv(64, k as u64);
             let bounds: Vec<ExprId> = counter_syms.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
-            bounded = Some(p.and(std::iter::once(unfolded).chain(bounds)));
+            bounded = Some(p.and([consistent].into_iter().chain(blocking.iter().copied()).chain(bounds)));
             timing(report, "unfold", tu.elapsed().as_secs_f64());
             queries.push(("solve_apc_k".to_string(), unfolded));
         }
@@ -121,21 +123,10 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
         for r in &results {
             timing(report, &r.name, r.answer.seconds);
         }
-        let Some(mut last) = results.into_iter().last().filter(|r| r.answer.outcome.is_definite()) else {
+        let Some(last) = results.into_iter().last().filter(|r| r.answer.outcome.is_definite()) else {
             report.reason = "the solver gave no answer within the time budget".into();
             return Ok(());
         };
-        // The model already has every κ < K: it satisfies the bounded query too.
-        let all_below_k = matches!(&last.answer.outcome, Outcome::Sat((_, c)) if c.values().all(|&v| v < k as u64));
-        if let (Outcome::Sat(_), Some(b), false) = (&last.answer.outcome, bounded, all_below_k) {
-            // A better model is worth a little time, not the budget.
-            let left = (config.timeout.saturating_sub(t0.elapsed()) / 4).min(Duration::from_secs(3));
-            let refined = solve::check(&pool, b, left, |m| extract(&pool, b, m));
-            timing(report, "solve_apc_k_bounded", refined.seconds);
-            if let Outcome::Sat(_) = refined.outcome {
-                last.answer = refined;
-            }
-        }
         info!(query = %last.name, k, "definite answer");
         match last.answer.outcome {
             Outcome::Unsat if blocking.is_empty() && apc.complete => {
@@ -155,49 +146,43 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
                 return Ok(());
             }
             Outcome::Unknown(_) => unreachable!("filtered above"),
-            Outcome::Sat((w, counter_values)) => {
-                models += 1;
-                let tr = Instant::now();
-                if replayer.is_none() {
-                    let rp = Replayer::new(loaded, config.keep_temps)?;
-                    if config.keep_temps {
-                        eprintln!("apc-llvm: replay files kept in {}", rp.dir().display());
+            Outcome::Sat(first) => {
+                // The model of the race first; when it misses the target, a model of the bounded,
+                // consistent query (found only now, as it costs a query of its own).
+                let mut tried = vec![];
+                let mut candidate = Some(first);
+                let mut refined = false;
+                while let Some((w, counter_values)) = candidate.take() {
+                    models += 1;
+                    if replayer.is_none() {
+                        let rp = Replayer::new(loaded, config.keep_temps)?;
+                        if config.keep_temps {
+                            eprintln!("apc-llvm: replay files kept in {}", rp.dir().display());
+                        }
+                        replayer = Some(rp);
                     }
-                    replayer = Some(rp);
-                }
-                let rp = replayer.as_mut().expect("just built");
-                // Linking the driver takes about a quarter second: keep it inside the budget.
-                let left = config.timeout.saturating_sub(t0.elapsed()).saturating_sub(Duration::from_millis(300));
-                if left < Duration::from_millis(100) {
-                    report.reason = format!("the time budget ran out before model {models} could be replayed");
-                    return Ok(());
-                }
-                rp.limits.wall = rp.limits.wall.min(left);
-                rp.limits.cpu_seconds = rp.limits.wall.as_secs() + 1;
-                let run = rp.run(&w)?;
-                timing(report, "replay", tr.elapsed().as_secs_f64());
-                let reached = run.reached.is_some();
-                report.witness = Some(WitnessReport {
-                    inputs: w.params.clone(),
-                    nondet: w.nondet.clone(),
-                    replayed: true,
-                    reached,
-                    run: run.status.clone(),
-                    models_tried: models,
-                    counters: counter_values,
-                });
-                if reached {
-                    report.verdict = Verdict::Reachable;
-                    report.reason = "a native run on the model's inputs entered the target".into();
-                    if let Some(dir) = &config.emit_tests {
-                        report.tests = emit_test(config, loaded, rp, &w, &run, dir)?;
+                    let rp = replayer.as_mut().expect("just built");
+                    match replay_model(config, loaded, rp, t0, models, &w, counter_values, report)? {
+                        Replayed::Reached => return Ok(()),
+                        Replayed::OutOfTime => return Ok(()),
+                        Replayed::Missed => {}
                     }
-                    return Ok(());
-                }
-                report.reason = format!("the model's inputs did not reach the target natively ({})", run.status);
-                if models >= config.max_models {
-                    report.reason.push_str(&format!("; gave up after {models} model(s)"));
-                    return Ok(());
+                    tried.push(w);
+                    if models >= config.max_models {
+                        report.reason.push_str(&format!("; gave up after {models} model(s)"));
+                        return Ok(());
+                    }
+                    if let (false, Some(b)) = (refined, bounded) {
+                        refined = true;
+                        let left = (config.timeout.saturating_sub(t0.elapsed()) / 2).min(Duration::from_secs(10));
+                        let answer = solve::check(&pool, b, left, |m| extract(&pool, b, m));
+                        timing(report, "solve_apc_k_bounded", answer.seconds);
+                        if let Outcome::Sat(data) = answer.outcome {
+                            if !tried.contains(&data.0) {
+                                candidate = Some(data);
+                            }
+                        }
+                    }
                 }
                 // Block this model (on the inputs it fixes) and widen the unfolding; copying the
                 // pool (a losing solver thread may still hold it) is only worth it with time left.
@@ -206,14 +191,68 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
                     return Ok(());
                 }
                 let p = Arc::make_mut(&mut pool);
-                match block(p, &program, &apc, &w) {
-                    Some(b) => blocking.push(b),
-                    None => return Ok(()),
+                let blocks: Vec<ExprId> = tried.iter().filter_map(|w| block(p, &program, &apc, w)).collect();
+                if blocks.is_empty() {
+                    return Ok(());
                 }
+                blocking.extend(blocks);
                 k = (k * 2).min(config.max_unfold_k);
             }
         }
     }
+}
+
+/// How the replay of one model ended.
+enum Replayed {
+    Reached,
+    Missed,
+    OutOfTime,
+}
+
+/// Replays model number `models` and records it in the report.
+#[allow(clippy::too_many_arguments)]
+fn replay_model(
+    config: &Config,
+    loaded: &Loaded,
+    rp: &mut Replayer,
+    t0: Instant,
+    models: u32,
+    w: &Witness,
+    counters: BTreeMap<String, u64>,
+    report: &mut Report,
+) -> Result<Replayed> {
+    let tr = Instant::now();
+    // Linking the driver and starting the run take up to about half a second: keep them inside
+    // the budget.
+    let left = config.timeout.saturating_sub(t0.elapsed()).saturating_sub(Duration::from_millis(700));
+    if left < Duration::from_millis(100) {
+        report.reason = format!("the time budget ran out before model {models} could be replayed");
+        return Ok(Replayed::OutOfTime);
+    }
+    rp.limits.wall = Duration::from_secs(5).min(left);
+    rp.limits.cpu_seconds = rp.limits.wall.as_secs() + 1;
+    let run = rp.run(w)?;
+    *report.timings.entry("replay".to_string()).or_insert(0.0) += tr.elapsed().as_secs_f64();
+    let reached = run.reached.is_some();
+    report.witness = Some(WitnessReport {
+        inputs: w.params.clone(),
+        nondet: w.nondet.clone(),
+        replayed: true,
+        reached,
+        run: run.status.clone(),
+        models_tried: models,
+        counters,
+    });
+    if reached {
+        report.verdict = Verdict::Reachable;
+        report.reason = "a native run on the model's inputs entered the target".into();
+        if let Some(dir) = &config.emit_tests {
+            report.tests = emit_test(config, loaded, rp, w, &run, dir)?;
+        }
+        return Ok(Replayed::Reached);
+    }
+    report.reason = format!("the model's inputs did not reach the target natively ({})", run.status);
+    Ok(Replayed::Missed)
 }
 
 /// Writes the regression test of a witness that reached the target.

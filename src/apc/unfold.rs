@@ -2,33 +2,181 @@
 //! instance keeps its guard τ < κ), and every ∃ in a positive position becomes fresh constants.
 //! Counters stay unbounded. Dropping the instances τ ≥ K makes APC^K weaker than the APC, so it
 //! is still a necessary condition: its unsatisfiability proves the target unreachable.
+//!
+//! The paper's looping condition does not check that the admissible counter values of different
+//! iterations fit together. In the unfolding they can be made to, soundly: the witness τ_j#(i,t)
+//! of instance t of backbone i's part means "π_j iterations before the t-th π_i iteration", and
+//! every real run satisfies, for its actual values: monotonicity in t, distinct overall positions
+//! P_i(t) = t + Σ_j τ_j#(i,t), and agreement between viewpoints, P_i(t) < P_i′(t′) ⇔ t < τ_i#(i′,t′).
+//! Adding these keeps APC^K necessary and makes its models one consistent interleaving.
 
 use crate::expr::{Expr, ExprId, ExprPool, Substitution, SymbolKind};
 use std::collections::HashMap;
 
-/// Unfolds the quantifiers of `root` with bound `k`.
-pub fn unfold(pool: &mut ExprPool, root: ExprId, k: u32) -> ExprId {
-    let mut u = Unfolder { k, fresh: 0, memo: HashMap::new() };
+/// Unfolds the quantifiers of `root` with bound `k`; with `consistent`, the instances of each
+/// loop's looping condition also get the interleaving constraints (better models, harder query).
+pub fn unfold(pool: &mut ExprPool, root: ExprId, k: u32, consistent: bool) -> ExprId {
+    let mut u = Unfolder { k, consistent, fresh: 0, memo: HashMap::new() };
     u.go(pool, root)
 }
 
 struct Unfolder {
     k: u32,
+    consistent: bool,
     fresh: u32,
     memo: HashMap<ExprId, ExprId>,
 }
 
+/// One part ∀τ_i (τ_i ≥ κ_i ∨ ∃τ⃗ (∧ τ_j ≤ κ_j ∧ …)) of a looping condition.
+struct Part {
+    tau: ExprId,
+    kappa: ExprId,
+    /// The existential τ_j with their counters κ_j.
+    others: Vec<(ExprId, ExprId)>,
+    body: ExprId,
+    vars: Vec<ExprId>,
+}
+
+/// Recognises a looping-condition part (see `summary`).
+fn as_part(pool: &ExprPool, e: ExprId) -> Option<Part> {
+    let Expr::Forall(bound, inner) = pool.get(e) else { return None };
+    let [tau] = bound.as_slice() else { return None };
+    let Expr::Or(alts) = pool.get(*inner) else { return None };
+    let [guard, ex] = alts.as_slice() else { return None };
+    let Expr::Cmp(crate::ir::IntPredicate::Uge, t, kappa) = pool.get(*guard) else { return None };
+    if t != tau {
+        return None;
+    }
+    let Expr::Exists(vars, body) = pool.get(*ex) else { return None };
+    let Expr::And(conj) = pool.get(*body) else { return None };
+    let mut others = vec![];
+    for &c in conj {
+        if let Expr::Cmp(crate::ir::IntPredicate::Ule, v, k) = pool.get(c) {
+            if vars.contains(v) {
+                others.push((*v, *k));
+            }
+        }
+    }
+    (others.len() == vars.len()).then(|| Part { tau: *tau, kappa: *kappa, others, body: *body, vars: vars.clone() })
+}
+
+/// Groups of parts wider than this, or bounds K above this, are unfolded without the
+/// consistency constraints (their number grows as K² per pair of parts).
+const MAX_CONSISTENT_PARTS: usize = 4;
+const MAX_CONSISTENT_K: u32 = 64;
+
 impl Unfolder {
+    /// A conjunction: looping-condition parts of one loop are unfolded together, with the
+    /// consistency constraints; everything else as usual.
+    fn conjunction(&mut self, pool: &mut ExprPool, xs: &[ExprId]) -> ExprId {
+        // The parts of one loop application share exactly one set of counters {κ_i} ∪ {κ_j};
+        // conjunctions are flattened, so parts of other loops may stand beside them.
+        let mut groups: Vec<(Vec<ExprId>, Vec<(usize, Part)>)> = vec![];
+        if self.consistent && self.k <= MAX_CONSISTENT_K {
+            for (i, &x) in xs.iter().enumerate() {
+                let Some(part) = as_part(pool, x) else { continue };
+                let mut key: Vec<ExprId> = std::iter::once(part.kappa).chain(part.others.iter().map(|(_, k)| *k)).collect();
+                key.sort();
+                match groups.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, g)) => g.push((i, part)),
+                    None => groups.push((key, vec![(i, part)])),
+                }
+            }
+        }
+        groups.retain(|(_, g)| g.len() >= 2 && g.len() <= MAX_CONSISTENT_PARTS);
+        let grouped: Vec<usize> = groups.iter().flat_map(|(_, g)| g.iter().map(|(i, _)| *i)).collect();
+        let mut out = vec![];
+        for (i, &x) in xs.iter().enumerate() {
+            if !grouped.contains(&i) {
+                out.push(self.go(pool, x));
+            }
+        }
+        for (_, g) in groups {
+            let parts: Vec<Part> = g.into_iter().map(|(_, p)| p).collect();
+            out.extend(self.consistent_group(pool, &parts));
+        }
+        pool.and(out)
+    }
+
+    fn consistent_group(&mut self, pool: &mut ExprPool, group: &[Part]) -> Vec<ExprId> {
+        use crate::expr::{BvOp, Printer};
+        use crate::ir::IntPredicate as P;
+        let k = self.k;
+        let mut out = vec![];
+        // witness[i][t]: counter κ ↦ value (own index t for the part's own counter).
+        let mut witness: Vec<Vec<Vec<(ExprId, ExprId)>>> = vec![];
+        for part in group {
+            let mut per_t = vec![];
+            for t in 0..k {
+                let tv = pool.bv(64, t as u64);
+                let mut s = Substitution::new();
+                s.insert(part.tau, tv);
+                let mut w = vec![(part.kappa, tv)];
+                for &(v, kappa) in &part.others {
+                    self.fresh += 1;
+                    let name = format!("{}#{}", Printer::new(pool).symbol_name(v), self.fresh);
+                    let c = pool.symbol(&name, pool.sort(v), SymbolKind::Aux);
+                    s.insert(v, c);
+                    w.push((kappa, c));
+                }
+                debug_assert_eq!(part.vars.len(), part.others.len());
+                let body = s.apply(pool, part.body);
+                let body = self.go(pool, body);
+                let inactive = pool.cmp(P::Uge, tv, part.kappa);
+                out.push(pool.or([inactive, body]));
+                per_t.push(w);
+            }
+            witness.push(per_t);
+        }
+        let value = |w: &[(ExprId, ExprId)], kappa: ExprId| w.iter().find(|(k, _)| *k == kappa).map(|(_, v)| *v);
+        let position = |pool: &mut ExprPool, w: &[(ExprId, ExprId)]| {
+            w.iter().skip(1).fold(w[0].1, |acc, &(_, v)| pool.bin(BvOp::Add, acc, v))
+        };
+        let positions: Vec<Vec<ExprId>> = witness.iter().map(|per_t| per_t.iter().map(|w| position(pool, w)).collect()).collect();
+        let active: Vec<Vec<ExprId>> = group
+            .iter()
+            .map(|part| (0..k).map(|t| { let tv = pool.bv(64, t as u64); pool.cmp(P::Ult, tv, part.kappa) }).collect())
+            .collect();
+        for (i, part) in group.iter().enumerate() {
+            // Monotone: the later instance saw at least as many iterations of each other backbone.
+            for t in 0..k as usize - 1 {
+                for &(_, kappa) in &part.others {
+                    let (a, b) = (value(&witness[i][t], kappa).unwrap(), value(&witness[i][t + 1], kappa).unwrap());
+                    let le = pool.cmp(P::Ule, a, b);
+                    out.push(pool.implies(active[i][t + 1], le));
+                }
+            }
+            // Distinct positions, and agreement with the other parts' view.
+            for i2 in 0..group.len() {
+                if i2 <= i {
+                    continue;
+                }
+                for t in 0..k as usize {
+                    for t2 in 0..k as usize {
+                        let both = pool.and([active[i][t], active[i2][t2]]);
+                        let (p, p2) = (positions[i][t], positions[i2][t2]);
+                        let distinct = pool.cmp(P::Ne, p, p2);
+                        let before = pool.cmp(P::Ult, p, p2);
+                        let tv = pool.bv(64, t as u64);
+                        let seen = value(&witness[i2][t2], part.kappa).unwrap();
+                        let counted = pool.cmp(P::Ult, tv, seen);
+                        let agree = pool.eq(before, counted);
+                        let both_facts = pool.and([distinct, agree]);
+                        out.push(pool.implies(both, both_facts));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// `e` is in a positive position (conjunctions and disjunctions only lead here).
     fn go(&mut self, pool: &mut ExprPool, e: ExprId) -> ExprId {
         if let Some(&r) = self.memo.get(&e) {
             return r;
         }
         let r = match pool.get(e).clone() {
-            Expr::And(xs) => {
-                let ys: Vec<ExprId> = xs.iter().map(|&x| self.go(pool, x)).collect();
-                pool.and(ys)
-            }
+            Expr::And(xs) => self.conjunction(pool, &xs),
             Expr::Or(xs) => {
                 let ys: Vec<ExprId> = xs.iter().map(|&x| self.go(pool, x)).collect();
                 pool.or(ys)
@@ -100,7 +248,7 @@ mod tests {
         let guard = p.cmp(IntPredicate::Uge, t, k);
         let body = p.or([guard, ex]);
         let f = p.forall(vec![t], body);
-        let g = unfold(&mut p, f, 3);
+        let g = unfold(&mut p, f, 3, false);
         let s = Printer::new(&p).print(g);
         assert!(!s.contains('∀') && !s.contains('∃'), "{s}");
         assert_eq!(s.matches("κ1").count(), 3, "three guarded instances: {s}");

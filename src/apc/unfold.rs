@@ -71,7 +71,8 @@ impl Unfolder {
     fn conjunction(&mut self, pool: &mut ExprPool, xs: &[ExprId]) -> ExprId {
         // The parts of one loop application share exactly one set of counters {κ_i} ∪ {κ_j};
         // conjunctions are flattened, so parts of other loops may stand beside them.
-        let mut groups: Vec<(Vec<ExprId>, Vec<(usize, Part)>)> = vec![];
+        type Group = (Vec<ExprId>, Vec<(usize, Part)>);
+        let mut groups: Vec<Group> = vec![];
         if self.consistent && self.k <= MAX_CONSISTENT_K {
             for (i, &x) in xs.iter().enumerate() {
                 let Some(part) = as_part(pool, x) else { continue };
@@ -233,6 +234,53 @@ mod tests {
     use super::*;
     use crate::expr::{Printer, Sort};
     use crate::ir::IntPredicate;
+
+    /// The two parts ∀τa (τa ≥ κa ∨ ∃τb (τb ≤ κb ∧ x < n)) and the symmetric one, for counters
+    /// named `a` and `b`.
+    fn loop_parts(p: &mut ExprPool, a: &str, b: &str) -> (ExprId, ExprId) {
+        let ka = p.symbol(&format!("κ{a}"), Sort::Bv(64), SymbolKind::Kappa(1));
+        let kb = p.symbol(&format!("κ{b}"), Sort::Bv(64), SymbolKind::Kappa(2));
+        let ta = p.symbol(&format!("τ{a}"), Sort::Bv(64), SymbolKind::Tau(1));
+        let tb = p.symbol(&format!("τ{b}"), Sort::Bv(64), SymbolKind::Tau(2));
+        let n = p.symbol("n", Sort::Bv(64), SymbolKind::Input);
+        let mut part = |own_t: ExprId, own_k: ExprId, other_t: ExprId, other_k: ExprId| {
+            let sum = p.bin(crate::expr::BvOp::Add, own_t, other_t);
+            let body = p.cmp(IntPredicate::Ult, sum, n);
+            let le = p.cmp(IntPredicate::Ule, other_t, other_k);
+            let conj = p.and([le, body]);
+            let ex = p.exists(vec![other_t], conj);
+            let guard = p.cmp(IntPredicate::Uge, own_t, own_k);
+            let or = p.or([guard, ex]);
+            p.forall(vec![own_t], or)
+        };
+        (part(ta, ka, tb, kb), part(tb, kb, ta, ka))
+    }
+
+    #[test]
+    fn consistency_ties_the_parts_of_one_loop_only() {
+        let mut p = ExprPool::new();
+        let (a1, a2) = loop_parts(&mut p, "1", "2");
+        let (b1, b2) = loop_parts(&mut p, "3", "4");
+        // One flattened conjunction holding the parts of two loops.
+        let f = p.and([a1, a2, b1, b2]);
+        let g = unfold(&mut p, f, 3, true);
+        let s = Printer::new(&p).print(g);
+        // Agreement constraints relate witnesses of the same loop: τ1#… with κ2's part …
+        assert!(s.contains("κ1") && s.contains("κ2") && s.contains("κ3") && s.contains("κ4"));
+        // … and never a position of loop (1,2) with a witness of loop (3,4).
+        for part in s.split(" ∧ ") {
+            let mixes = (part.contains("κ1") || part.contains("κ2") || part.contains("τ1#") || part.contains("τ2#"))
+                && (part.contains("κ3") || part.contains("κ4") || part.contains("τ3#") || part.contains("τ4#"));
+            assert!(!mixes, "constraint mixes two loops: {part}");
+        }
+        // Without consistency the unfolding has fewer conjuncts.
+        let plain = unfold(&mut p, f, 3, false);
+        let count = |e: ExprId| match p.get(e) {
+            Expr::And(xs) => xs.len(),
+            _ => 1,
+        };
+        assert!(count(g) > count(plain));
+    }
 
     #[test]
     fn forall_is_instantiated_and_exists_skolemised() {

@@ -183,3 +183,19 @@ fn array_written_on_one_backbone_keeps_its_last_write() {
     let h = f.replace("a[n - 1] == 2 * n - 2", "a[0] == 0");
     assert_ne!(reach("aw3", &h, "f", &["--timeout", "20"])["verdict"], "unreachable");
 }
+
+#[test]
+fn figure3_with_branching_inner_loop_uses_the_sum_of_inner_counters() {
+    // Two inner iteration backbones (the `if`): the count of Σκ′ = max(0, n − j) is still found,
+    // because the shared test j < n decides continuation and j moves by 1 on both.
+    let src = "void f(int m, int n, int *a) { int i, j = 0, c = 0; for (i = 0; i < m; ++i) { j = i; while (j < n) { if (a[j] > 0) c++; ++j; } } if (j == 100) reach_error(); }";
+    let r = reach("fig3c", src, "f", &["--timeout", "20"]);
+    let inner = the_loop(&r, "while.cond");
+    assert_eq!(strings(&inner["counters"]).len(), 2, "{inner:#}");
+    let outer = the_loop(&r, "for.cond");
+    let j = theta(outer, "j");
+    assert!(j.starts_with("ite(κ") && j.contains("n\u{332}"), "{j}");
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let impossible = src.replace("if (j == 100)", "if (m > 0 && j < m - 1)");
+    assert_eq!(reach("fig3d", &impossible, "f", &["--timeout", "20"])["verdict"], "unreachable");
+}

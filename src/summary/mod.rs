@@ -59,9 +59,12 @@ pub struct LoopSummary {
     pub counters: Vec<ExprId>,
     /// The counter of each iteration backbone of the loop, `None` for infeasible ones.
     pub backbone_counters: Vec<Option<ExprId>>,
-    /// For a loop with one feasible iteration backbone: the number of iterations as a function
-    /// of the loop-entry symbols, proved by the recurrence check of [`closed_form`].
+    /// The total number of iterations Σκ as a function of the loop-entry symbols, proved by the
+    /// recurrence check of [`closed_form`].
     pub closed_form: Option<ExprId>,
+    /// With several iteration backbones: variables moved uniformly (by the same d on each), and
+    /// their value after the loop, v̲ + d·Σκ, over the loop-entry symbols and Σκ's closed form.
+    pub uniform_after: Vec<(usize, ExprId)>,
     /// Fresh symbols standing for memory written by the loop (existential, like counters).
     pub aux: Vec<ExprId>,
     /// Objects allocated inside the loop: unknown after it.
@@ -84,6 +87,91 @@ impl LoopSummary {
 }
 
 impl ApcBuilder<'_> {
+    /// The heavyweight step (the role of the paper's Algorithm 2): Σκ in closed form. With one
+    /// iteration backbone, c is its tests and step its effect. With several, c is the tests they
+    /// all share, provided that c guarantees one of them is taken (checked), and step moves the
+    /// variables every backbone moves by the same d; the others must not occur in c.
+    fn iteration_count(
+        &mut self,
+        vars: &[LoopVar],
+        thetas: &[Vec<Option<ExprId>>],
+        iteration_tests: &[(Vec<ExprId>, Vec<ExprId>)],
+    ) -> (Option<ExprId>, Vec<(usize, ExprId)>) {
+        if iteration_tests.iter().any(|(_, fresh)| !fresh.is_empty()) || thetas.is_empty() {
+            return (None, vec![]);
+        }
+        if let ([theta], [(tests, _)]) = (thetas, iteration_tests) {
+            let mut step = Substitution::new();
+            for (v, t) in vars.iter().zip(theta) {
+                if v.carried {
+                    match t {
+                        Some(t) => step.insert(v.symbol, *t),
+                        None => return (None, vec![]),
+                    }
+                }
+            }
+            return (closed_form(&mut self.pool, tests, &step), vec![]);
+        }
+        let carried: Vec<ExprId> = vars.iter().filter(|v| v.carried).map(|v| v.symbol).collect();
+        let mut step = Substitution::new();
+        let mut uniform = vec![];
+        for (k, v) in vars.iter().enumerate() {
+            if !v.carried || !matches!(self.pool.sort(v.symbol), Sort::Bv(_)) {
+                continue;
+            }
+            let mut d_all = None;
+            let mut ok = true;
+            for theta in thetas {
+                let d = theta[k].and_then(|val| rules::increment(&mut self.pool, v.symbol, val));
+                match (d, d_all) {
+                    (Some(d), None) if !mentions(&self.pool, d, &carried) => d_all = Some(d),
+                    (Some(d), Some(prev)) if d == prev => {}
+                    _ => ok = false,
+                }
+            }
+            if let (true, Some(d)) = (ok, d_all) {
+                let next = self.pool.bin(crate::expr::BvOp::Add, v.symbol, d);
+                step.insert(v.symbol, next);
+                uniform.push((k, d));
+            }
+        }
+        if uniform.is_empty() {
+            return (None, vec![]);
+        }
+        let (first, rest) = iteration_tests.split_first().expect("several backbones");
+        let common: Vec<ExprId> = first.0.iter().copied().filter(|t| rest.iter().all(|(ts, _)| ts.contains(t))).collect();
+        let moved: Vec<ExprId> = uniform.iter().map(|(k, _)| vars[*k].symbol).collect();
+        // Variables that change, but not uniformly, must not decide whether the loop goes on.
+        let others: Vec<ExprId> = vars
+            .iter()
+            .enumerate()
+            .filter(|(k, v)| v.carried && !moved.contains(&v.symbol) && thetas.iter().any(|t| t[*k] != Some(v.symbol)))
+            .map(|(_, v)| v.symbol)
+            .collect();
+        if common.is_empty() || common.iter().any(|&t| mentions(&self.pool, t, &others)) {
+            return (None, vec![]);
+        }
+        // c must leave no way to stay in the loop but the backbones: c → ∨_i tests_i.
+        let c = self.pool.and(common.iter().copied());
+        let alternatives: Vec<ExprId> = iteration_tests.iter().map(|(ts, _)| self.pool.and(ts.iter().copied())).collect();
+        let any = self.pool.or(alternatives);
+        let exhaustive = self.pool.implies(c, any);
+        if !valid(&mut self.pool, exhaustive) {
+            return (None, vec![]);
+        }
+        let Some(e) = closed_form(&mut self.pool, &common, &step) else { return (None, vec![]) };
+        let after = uniform
+            .into_iter()
+            .map(|(k, d)| {
+                let w = self.pool.width(vars[k].symbol);
+                let n = self.pool.resize(e, w);
+                let dn = self.pool.bin(crate::expr::BvOp::Mul, d, n);
+                (k, self.pool.bin(crate::expr::BvOp::Add, vars[k].symbol, dn))
+            })
+            .collect();
+        (Some(e), after)
+    }
+
     /// Section 4's second array rule, made sound: memory written on one iteration backbone π_i
     /// only, by stores whose offsets and values depend on no counter but κ_i, ends as the last
     /// π_i iteration left it: ite(κ_i ≠ 0, prev{o(κ_i − 1) ↦ v(κ_i − 1)}…, M̲), where `prev` (a
@@ -316,10 +404,13 @@ impl ApcBuilder<'_> {
         // A proved iteration count replaces the counter in the state (the heavyweight step of
         // Algorithm 2): outer loops can then summarise values the inner loop computes.
         let mut count = Substitution::new();
-        if let (Some(e), [k]) = (summary.closed_form, summary.counters.as_slice()) {
+        if let Some(e) = summary.closed_form {
             let e = sigma.apply(&mut self.pool, e);
-            tests.push(self.pool.eq(*k, e));
-            count.insert(*k, e);
+            let total = summary.counters[1..].iter().fold(summary.counters[0], |acc, &c| self.pool.bin(crate::expr::BvOp::Add, acc, c));
+            tests.push(self.pool.eq(total, e));
+            if let [k] = summary.counters.as_slice() {
+                count.insert(*k, e);
+            }
         }
         // θ ← θ⟨θ^κ⟩ for the carried variables; σ was built from the old state, so updating `st`
         // variable by variable is still a simultaneous substitution.
@@ -327,7 +418,9 @@ impl ApcBuilder<'_> {
             if !v.carried {
                 continue;
             }
-            let new = e.map(|e| {
+            let idx = summary.vars.iter().position(|x| std::ptr::eq(x, v)).expect("own variable");
+            let uniform = summary.uniform_after.iter().find(|(k, _)| *k == idx).map(|(_, e)| *e);
+            let new = uniform.or(*e).map(|e| {
                 let e = sigma.apply(&mut self.pool, e);
                 count.apply(&mut self.pool, e)
             });
@@ -525,34 +618,23 @@ impl ApcBuilder<'_> {
         debug!(loop = loop_id.0, looping = %Printer::new(&self.pool).print(looping), "loop summarised");
         let mut it = counters.iter();
         let backbone_counters = feasible.iter().map(|&f| if f { it.next().copied() } else { None }).collect();
-        let closed_form = match (thetas.as_slice(), iteration_tests.as_slice()) {
-            ([theta], [(tests, fresh)]) if fresh.is_empty() => closed_form(&mut self.pool, &vars, theta, tests),
-            _ => None,
-        };
+        let (closed_form, uniform_after) = self.iteration_count(&vars, &thetas, &iteration_tests);
         if let Some(e) = closed_form {
             debug!(loop = loop_id.0, count = %Printer::new(&self.pool).print(e), "iteration count in closed form");
         }
-        LoopSummary { loop_id, vars, after, looping, counters, backbone_counters, closed_form, aux, created_objects }
+        LoopSummary { loop_id, vars, after, looping, counters, backbone_counters, closed_form, uniform_after, aux, created_objects }
     }
 }
 
-/// The number of iterations of a loop with a single iteration backbone, as an expression over
-/// the loop-entry symbols, when one of a few candidates built from the loop's comparisons passes
-/// the recurrence check
+/// An iteration count in closed form: when one of a few candidates built from the comparisons of
+/// the continuation condition `c` passes the recurrence check
 ///     (¬c(s) → E(s) = 0) ∧ (c(s) → E(s) = 1 + E(step(s)))
-/// for every state s, where c is the iteration's condition and step its effect. By induction on
-/// the real number of iterations, every terminating run then iterates exactly E(s) times: the
-/// check is quantifier-free and exact on bit-vectors, so wrap-around can only make it fail.
-fn closed_form(pool: &mut crate::expr::ExprPool, vars: &[LoopVar], theta: &[Option<ExprId>], tests: &[ExprId]) -> Option<ExprId> {
+/// for every state s, every terminating run iterates exactly E(s) times (induction on the real
+/// count). The check is quantifier-free and exact on bit-vectors: wrap-around can only make it fail.
+fn closed_form(pool: &mut crate::expr::ExprPool, tests: &[ExprId], step: &Substitution) -> Option<ExprId> {
     use crate::expr::{BvOp, Expr};
     if tests.is_empty() {
         return None;
-    }
-    let mut step = Substitution::new();
-    for (v, t) in vars.iter().zip(theta) {
-        if v.carried {
-            step.insert(v.symbol, (*t)?);
-        }
     }
     let c = pool.and(tests.iter().copied());
     if matches!(pool.get(c), Expr::Forall(..) | Expr::Exists(..)) {
@@ -585,11 +667,16 @@ fn closed_form(pool: &mut crate::expr::ExprPool, vars: &[LoopVar], theta: &[Opti
         let a = pool.implies(nc, stops);
         let b = pool.implies(c, continues);
         let ok = pool.and([a, b]);
-        let bad = pool.not(ok);
-        let answer = crate::solve::check(pool, bad, std::time::Duration::from_millis(500), |_| ());
-        if matches!(answer.outcome, crate::solve::Outcome::Unsat) {
+        if valid(pool, ok) {
             return Some(e);
         }
     }
     None
+}
+
+/// Whether `f` holds in every state (its negation is unsat within a short time).
+fn valid(pool: &mut crate::expr::ExprPool, f: ExprId) -> bool {
+    let bad = pool.not(f);
+    let answer = crate::solve::check(pool, bad, std::time::Duration::from_millis(500), |_| ());
+    matches!(answer.outcome, crate::solve::Outcome::Unsat)
 }

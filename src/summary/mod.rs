@@ -87,6 +87,32 @@ impl LoopSummary {
 }
 
 impl ApcBuilder<'_> {
+    /// Carried bit-vector variables that every iteration backbone moves by the same
+    /// loop-invariant d: (index into `vars`, d).
+    fn uniform_increments(&mut self, vars: &[LoopVar], thetas: &[Vec<Option<ExprId>>]) -> Vec<(usize, ExprId)> {
+        let carried: Vec<ExprId> = vars.iter().filter(|v| v.carried).map(|v| v.symbol).collect();
+        let mut out = vec![];
+        for (k, v) in vars.iter().enumerate() {
+            if !v.carried || !matches!(self.pool.sort(v.symbol), Sort::Bv(_)) {
+                continue;
+            }
+            let mut d_all = None;
+            let mut ok = true;
+            for theta in thetas {
+                let d = theta[k].and_then(|val| rules::increment(&mut self.pool, v.symbol, val));
+                match (d, d_all) {
+                    (Some(d), None) if !mentions(&self.pool, d, &carried) => d_all = Some(d),
+                    (Some(d), Some(prev)) if d == prev => {}
+                    _ => ok = false,
+                }
+            }
+            if let (true, Some(d)) = (ok, d_all) {
+                out.push((k, d));
+            }
+        }
+        out
+    }
+
     /// The heavyweight step (the role of the paper's Algorithm 2): Σκ in closed form. With one
     /// iteration backbone, c is its tests and step its effect. With several, c is the tests they
     /// all share, provided that c guarantees one of them is taken (checked), and step moves the
@@ -112,28 +138,11 @@ impl ApcBuilder<'_> {
             }
             return (closed_form(&mut self.pool, tests, &step), vec![]);
         }
-        let carried: Vec<ExprId> = vars.iter().filter(|v| v.carried).map(|v| v.symbol).collect();
+        let uniform = self.uniform_increments(vars, thetas);
         let mut step = Substitution::new();
-        let mut uniform = vec![];
-        for (k, v) in vars.iter().enumerate() {
-            if !v.carried || !matches!(self.pool.sort(v.symbol), Sort::Bv(_)) {
-                continue;
-            }
-            let mut d_all = None;
-            let mut ok = true;
-            for theta in thetas {
-                let d = theta[k].and_then(|val| rules::increment(&mut self.pool, v.symbol, val));
-                match (d, d_all) {
-                    (Some(d), None) if !mentions(&self.pool, d, &carried) => d_all = Some(d),
-                    (Some(d), Some(prev)) if d == prev => {}
-                    _ => ok = false,
-                }
-            }
-            if let (true, Some(d)) = (ok, d_all) {
-                let next = self.pool.bin(crate::expr::BvOp::Add, v.symbol, d);
-                step.insert(v.symbol, next);
-                uniform.push((k, d));
-            }
+        for &(k, d) in &uniform {
+            let next = self.pool.bin(crate::expr::BvOp::Add, vars[k].symbol, d);
+            step.insert(vars[k].symbol, next);
         }
         if uniform.is_empty() {
             return (None, vec![]);
@@ -250,43 +259,20 @@ impl ApcBuilder<'_> {
             _ => return None,
         };
         let tau = self.pool.symbol(&format!("τΣ{n}"), Sort::Bv(64), SymbolKind::Tau(n));
-        let carried: Vec<ExprId> = vars.iter().filter(|v| v.carried).map(|v| v.symbol).collect();
+        let uniform = self.uniform_increments(vars, thetas);
         let mut at_tau = Substitution::new();
         let mut any_uniform = false;
         for (k, v) in vars.iter().enumerate() {
-            if !v.carried {
-                continue;
-            }
             // Unchanged variables keep their symbol; uniform ones move with τ; others are ⋆.
-            if iterated[k] == Some(v.symbol) {
+            if !v.carried || iterated[k] == Some(v.symbol) {
                 continue;
             }
-            let uniform = match self.pool.sort(v.symbol) {
-                Sort::Bv(w) => {
-                    let mut d_all: Option<ExprId> = None;
-                    let mut ok = true;
-                    for theta in thetas {
-                        let d = theta[k].and_then(|val| rules::increment(&mut self.pool, v.symbol, val));
-                        match (d, d_all) {
-                            (Some(d), None) if !mentions(&self.pool, d, &carried) => d_all = Some(d),
-                            (Some(d), Some(prev)) if d == prev => {}
-                            _ => ok = false,
-                        }
-                    }
-                    match (ok, d_all) {
-                        (true, Some(d)) => {
-                            let t = self.pool.resize(tau, w);
-                            let dt = self.pool.bin(crate::expr::BvOp::Mul, d, t);
-                            Some(self.pool.bin(crate::expr::BvOp::Add, v.symbol, dt))
-                        }
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
-            match uniform {
-                Some(e) => {
+            match uniform.iter().find(|(u, _)| *u == k) {
+                Some(&(_, d)) => {
                     any_uniform = true;
+                    let t = self.pool.resize(tau, self.pool.width(v.symbol));
+                    let dt = self.pool.bin(crate::expr::BvOp::Mul, d, t);
+                    let e = self.pool.bin(crate::expr::BvOp::Add, v.symbol, dt);
                     at_tau.insert(v.symbol, e);
                 }
                 None => {

@@ -54,8 +54,8 @@ impl Executor<'_> {
                 return self.star_of(ty);
             }
         };
-        if let Some(suffix) = name.strip_prefix("__VERIFIER_nondet_") {
-            return self.nondet(st, suffix, ty);
+        if name.starts_with("__VERIFIER_nondet_") {
+            return self.nondet(st, ty);
         }
         let int_arg = |k: usize| match args.get(k) {
             Some(SymVal::Int(e)) => Some(*e),
@@ -171,7 +171,7 @@ impl Executor<'_> {
     }
 
     /// The next value of the nondet input stream, truncated to the call's width.
-    fn nondet(&mut self, st: &mut State, suffix: &str, ty: &Ty) -> SymVal {
+    fn nondet(&mut self, st: &mut State, ty: &Ty) -> SymVal {
         let Ty::Int(w) = ty else {
             // Pointers, floats: unknown, but the call still consumes a stream position.
             let one = self.pool.bv(64, 1);
@@ -182,8 +182,6 @@ impl Executor<'_> {
         let index = st.nondet_index;
         let raw = self.pool.select(stream, index);
         let v = if *w == 1 { self.pool.low_bit(raw) } else { self.pool.trunc(raw, *w) };
-        let c_type = nondet_c_type(suffix).map(str::to_string).unwrap_or_else(|| format!("int{w}_t"));
-        self.inputs.nondet_calls.push(super::state::NondetCall { index, width: *w, c_type });
         let one = self.pool.bv(64, 1);
         st.nondet_index = self.pool.bin(BvOp::Add, index, one);
         SymVal::Int(v)

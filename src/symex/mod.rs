@@ -51,7 +51,7 @@ impl<'p> Executor<'p> {
         // Every global the function refers to exists from the start, so that an unknown call
         // before its first use forgets its contents too.
         for g in &self.program.globals {
-            self.inputs.global_object(self.pool, &st, g);
+            self.inputs.global_object(self.pool, g);
         }
         st.nondet_index = self.pool.bv(64, 0);
         st
@@ -67,7 +67,7 @@ impl<'p> Executor<'p> {
             Operand::Int { width: 1, value } => SymVal::Int(self.pool.bool(*value & 1 == 1)),
             Operand::Int { width, value } => SymVal::Int(self.pool.bv(*width, *value)),
             Operand::Global { id, offset } => {
-                let obj = self.inputs.global_object(self.pool, st, self.program.global(*id));
+                let obj = self.inputs.global_object(self.pool, self.program.global(*id));
                 let offset = self.pool.bv(64, *offset as u64);
                 SymVal::Ptr { obj, offset }
             }
@@ -145,7 +145,7 @@ impl<'p> Executor<'p> {
             }
             InstKind::ICmp { pred, lhs, rhs } => {
                 let (a, b) = (self.operand(st, lhs), self.operand(st, rhs));
-                SymVal::Int(self.compare(st, *pred, a, b))
+                SymVal::Int(self.compare(*pred, a, b))
             }
             InstKind::Select { cond, then_val, else_val } => {
                 let c = self.int(st, cond, &Ty::Int(1));
@@ -169,7 +169,7 @@ impl<'p> Executor<'p> {
                 };
                 let size = count.map(|c| c.saturating_mul(*elem_size));
                 let name = self.func().value_name(v).to_string();
-                let obj = self.inputs.alloca_object(self.pool, st, v, &name, size);
+                let obj = self.inputs.alloca_object(self.pool, v, &name, size);
                 SymVal::Ptr { obj, offset: self.pool.bv(64, 0) }
             }
             InstKind::Load { ptr } => {
@@ -241,7 +241,7 @@ impl<'p> Executor<'p> {
         self.pool.bin(op, a, b)
     }
 
-    fn compare(&mut self, st: &State, pred: IntPredicate, a: SymVal, b: SymVal) -> ExprId {
+    fn compare(&mut self, pred: IntPredicate, a: SymVal, b: SymVal) -> ExprId {
         use IntPredicate::*;
         match (a, b) {
             (SymVal::Int(x), SymVal::Int(y)) => self.pool.cmp(pred, x, y),
@@ -266,10 +266,7 @@ impl<'p> Executor<'p> {
             {
                 self.pool.bool(pred == Ne)
             }
-            _ => {
-                let _ = st;
-                self.pool.star(Sort::Bool)
-            }
+            _ => self.pool.star(Sort::Bool),
         }
     }
 

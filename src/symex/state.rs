@@ -44,16 +44,6 @@ pub enum SymVal {
     Unknown,
 }
 
-/// One call of `__VERIFIER_nondet_*` seen by the analysis.
-#[derive(Clone, Debug)]
-pub struct NondetCall {
-    /// Position in the input stream (an expression: inside loops it depends on counters).
-    pub index: ExprId,
-    pub width: u32,
-    /// The C type the function returns (`int`, `unsigned char`, ...).
-    pub c_type: String,
-}
-
 /// The inputs of the analysed function and every memory object met, shared by all backbones so
 /// that their path conditions speak about the same symbols.
 #[derive(Clone, Debug, Default)]
@@ -64,7 +54,6 @@ pub struct Inputs {
     /// The nondet input stream: an array from call number (64 bits) to a 64-bit value whose low
     /// bits are the call's result.
     pub nondet_stream: Option<ExprId>,
-    pub nondet_calls: Vec<NondetCall>,
     escaped: BTreeSet<ObjectId>,
     param_objects: HashMap<String, ObjectId>,
     global_objects: HashMap<GlobalId, ObjectId>,
@@ -102,7 +91,7 @@ impl Inputs {
     }
 
     /// The object of a global, with its initializer's known bytes over an unconstrained base.
-    pub fn global_object(&mut self, pool: &mut ExprPool, _st: &State, g: &Global) -> ObjectId {
+    pub fn global_object(&mut self, pool: &mut ExprPool, g: &Global) -> ObjectId {
         if let Some(&id) = self.global_objects.get(&g.id) {
             return id;
         }
@@ -143,7 +132,7 @@ impl Inputs {
     }
 
     /// The object of an allocation site (`alloca` or `malloc` result `site`).
-    pub fn alloca_object(&mut self, pool: &mut ExprPool, _st: &State, site: ValueId, name: &str, size: Option<u64>) -> ObjectId {
+    pub fn alloca_object(&mut self, pool: &mut ExprPool, site: ValueId, name: &str, size: Option<u64>) -> ObjectId {
         if let Some(&id) = self.site_objects.get(&site) {
             return id;
         }

@@ -22,8 +22,9 @@ build: deps
 	cargo build --release
 
 # Unit tests beside each module and integration tests in tests/ (they compile C with clang-19).
+# Two test threads: each test runs apc-llvm, which races two solver threads of its own.
 test: deps
-	cargo test --release
+	cargo test --release -- --test-threads=2
 
 # Analyse the bundled running example of the APC paper.
 run: build

@@ -72,9 +72,8 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
     let apc = Arc::new(apc);
     let program = Arc::new(loaded.program.clone());
     let counters: Vec<ExprId> = apc.summaries.iter().flat_map(|(_, s)| s.counters.clone()).collect();
-    let counter_syms = counters.clone();
     let extract: solve::ModelExtractor<ModelData> = {
-        let (apc, program) = (apc.clone(), program.clone());
+        let (apc, program, counters) = (apc.clone(), program.clone(), counters.clone());
         Arc::new(move |pool: &ExprPool, solved: ExprId, m: &mut ModelView| {
             let w = witness::from_model(&program, &apc, pool, solved, m);
             let c = counters.iter().filter_map(|&c| m.eval(c).map(|v| (Printer::new(pool).print(c), v))).collect();
@@ -110,7 +109,7 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
             // so models of this query are far more likely to be real runs.
             let consistent = unfold(p, apc.formula, k, true);
             let kk = p.bv(64, k as u64);
-            let bounds: Vec<ExprId> = counter_syms.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
+            let bounds: Vec<ExprId> = counters.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
             bounded = Some(p.and([consistent].into_iter().chain(blocking.iter().copied()).chain(bounds)));
             timing(report, "unfold", tu.elapsed().as_secs_f64());
             queries.push(("solve_apc_k".to_string(), unfolded));
@@ -283,14 +282,13 @@ fn block(pool: &mut ExprPool, program: &Program, apc: &Apc, w: &Witness) -> Opti
     for (p, input) in program.function.params.iter().zip(&w.params) {
         match input {
             ParamInput::Int { value, width, .. } => {
-                if let Some((_, sym, _)) = apc.inputs.params.iter().find(|(n, _, _)| *n == p.name) {
+                if let Some(sym) = apc.inputs.param_input(&p.name) {
                     let v = if *width == 1 { pool.bool(*value & 1 == 1) } else { pool.bv(*width, *value) };
-                    differs.push(pool.cmp(IntPredicate::Ne, *sym, v));
+                    differs.push(pool.cmp(IntPredicate::Ne, sym, v));
                 }
             }
             ParamInput::Buffer { bytes, .. } => {
-                let obj = apc.inputs.objects.iter().find(|o| matches!(&o.kind, crate::symex::ObjectKind::ParamBuffer { param } if *param == p.name));
-                if let Some(obj) = obj {
+                if let Some(obj) = apc.inputs.param_buffer_object(&p.name) {
                     let meaningful = bytes.len().saturating_sub(witness::BUFFER_SLACK);
                     for (k, b) in bytes.iter().take(meaningful).enumerate() {
                         let off = pool.bv(64, k as u64);

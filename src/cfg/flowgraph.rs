@@ -113,10 +113,6 @@ impl Flowgraph {
         self.graph.neighbors_directed(n, Direction::Outgoing)
     }
 
-    pub fn predecessors(&self, n: Node) -> impl Iterator<Item = Node> + '_ {
-        self.graph.neighbors_directed(n, Direction::Incoming)
-    }
-
     pub fn nodes(&self) -> impl Iterator<Item = Node> + '_ {
         self.graph.nodes()
     }

@@ -34,12 +34,6 @@ impl Substitution {
         self.apply_memo(pool, root, &mut memo)
     }
 
-    /// [`Self::apply`] over many roots, sharing the work.
-    pub fn apply_all(&self, pool: &mut ExprPool, roots: &[ExprId]) -> Vec<ExprId> {
-        let mut memo = HashMap::new();
-        roots.iter().map(|&r| self.apply_memo(pool, r, &mut memo)).collect()
-    }
-
     fn apply_memo(&self, pool: &mut ExprPool, root: ExprId, memo: &mut HashMap<ExprId, ExprId>) -> ExprId {
         if self.map.is_empty() {
             return root;

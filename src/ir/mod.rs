@@ -90,24 +90,6 @@ pub enum BinOp {
 }
 
 impl BinOp {
-    pub fn llvm_name(self) -> &'static str {
-        use BinOp::*;
-        match self {
-            Add => "add",
-            Sub => "sub",
-            Mul => "mul",
-            UDiv => "udiv",
-            SDiv => "sdiv",
-            URem => "urem",
-            SRem => "srem",
-            Shl => "shl",
-            LShr => "lshr",
-            AShr => "ashr",
-            And => "and",
-            Or => "or",
-            Xor => "xor",
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -138,21 +120,6 @@ impl IntPredicate {
             Sge => Slt,
             Slt => Sge,
             Sle => Sgt,
-        }
-    }
-    pub fn llvm_name(self) -> &'static str {
-        use IntPredicate::*;
-        match self {
-            Eq => "eq",
-            Ne => "ne",
-            Ugt => "ugt",
-            Uge => "uge",
-            Ult => "ult",
-            Ule => "ule",
-            Sgt => "sgt",
-            Sge => "sge",
-            Slt => "slt",
-            Sle => "sle",
         }
     }
 }
@@ -322,9 +289,6 @@ impl Function {
     }
     pub fn label(&self, id: BlockId) -> &str {
         &self.blocks[id.index()].label
-    }
-    pub fn block_by_label(&self, label: &str) -> Option<BlockId> {
-        self.blocks.iter().find(|b| b.label == label).map(|b| b.id)
     }
     pub fn value_name(&self, v: ValueId) -> &str {
         &self.value_names[v.0 as usize]

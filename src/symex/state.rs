@@ -71,6 +71,16 @@ impl Inputs {
         id
     }
 
+    /// The symbol of integer parameter `name`, if the analysis met it.
+    pub fn param_input(&self, name: &str) -> Option<ExprId> {
+        self.params.iter().find(|(n, _, _)| n == name).map(|(_, s, _)| *s)
+    }
+
+    /// The buffer behind pointer parameter `name`, if the analysis met it.
+    pub fn param_buffer_object(&self, name: &str) -> Option<&ObjectInfo> {
+        self.param_objects.get(name).map(|&id| self.object(id))
+    }
+
     pub fn param_symbol(&mut self, pool: &mut ExprPool, name: &str, width: u32) -> ExprId {
         let sort = if width == 1 { Sort::Bool } else { Sort::Bv(width) };
         let s = pool.symbol(name, sort, SymbolKind::Input);

@@ -5,7 +5,6 @@ use crate::apc::Apc;
 use crate::expr::{children_of, Expr, ExprId, ExprPool};
 use crate::ir::{Program, Ty};
 use crate::solve::ModelView;
-use crate::symex::ObjectKind;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 
@@ -79,16 +78,11 @@ pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, solved: ExprId,
     for p in &program.function.params {
         match &p.ty {
             Ty::Int(w) => {
-                let sym = apc.inputs.params.iter().find(|(n, _, _)| *n == p.name).map(|(_, s, _)| *s);
-                let value = sym.and_then(|s| m.eval(s)).unwrap_or(0);
+                let value = apc.inputs.param_input(&p.name).and_then(|s| m.eval(s)).unwrap_or(0);
                 params.push(ParamInput::Int { name: p.name.clone(), width: *w, value });
             }
             Ty::Ptr => {
-                let obj = apc
-                    .inputs
-                    .objects
-                    .iter()
-                    .find(|o| matches!(&o.kind, ObjectKind::ParamBuffer { param } if *param == p.name));
+                let obj = apc.inputs.param_buffer_object(&p.name);
                 let mut bytes = vec![];
                 if let Some(obj) = obj {
                     let mut needed = 0u64;

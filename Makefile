@@ -3,10 +3,10 @@
 SHELL := /bin/bash
 export LLVM_SYS_191_PREFIX ?= /usr/lib/llvm-19
 export PATH := $(HOME)/.cargo/bin:$(PATH)
-APT_PACKAGES := clang-19 llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libz3-dev
+APT_PACKAGES := clang-19 llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libz3-dev csmith libcsmith-dev
 BIN := target/release/apc-llvm
 
-.PHONY: all deps build test run bench clean
+.PHONY: all deps build test run bench soundness clean
 
 all: build
 
@@ -23,8 +23,10 @@ build: deps
 
 # Unit tests beside each module and integration tests in tests/ (they compile C with clang-19).
 # Two test threads: each test runs apc-llvm, which races two solver threads of its own.
+# Then a fixed-seed slice of the soundness campaign (about 90 s): fails on a wrong verdict.
 test: deps
 	cargo test --release -- --test-threads=2
+	scripts/soundness --seed 1 --seconds 90 --jobs 2 --reduce 0
 
 # Analyse the bundled running example of the APC paper.
 run: build
@@ -32,6 +34,10 @@ run: build
 
 bench: build
 	scripts/bench
+
+# Soundness campaign: random programs (own generator and csmith) against native ground truth.
+soundness: build
+	scripts/soundness --seconds 1800
 
 clean:
 	cargo clean

@@ -35,19 +35,24 @@ pub struct Apc {
 }
 
 /// Adds a test to a conjunction: ⋆ tests are dropped (sound), conjunctions are split so that a
-/// ⋆ in one conjunct does not cost the others.
-pub fn push_test(pool: &ExprPool, tests: &mut Vec<ExprId>, t: ExprId) {
+/// ⋆ in one conjunct does not cost the others. Returns whether a ⋆ test was dropped: the
+/// conjunction is then weaker than the path's real condition.
+pub fn push_test(pool: &ExprPool, tests: &mut Vec<ExprId>, t: ExprId) -> bool {
     match pool.get(t) {
-        Expr::Star(_) | Expr::Bool(true) => {}
+        Expr::Star(_) => true,
+        Expr::Bool(true) => false,
         Expr::And(xs) => {
+            let mut dropped = false;
             for &x in xs.clone().iter() {
-                push_test(pool, tests, x);
+                dropped |= push_test(pool, tests, x);
             }
+            dropped
         }
         _ => {
             if !tests.contains(&t) {
                 tests.push(t)
             }
+            false
         }
     }
 }
@@ -59,6 +64,9 @@ pub struct PathResult {
     /// Path counters and auxiliary symbols introduced on the path by loop summaries: existentially
     /// quantified over the path's condition.
     pub fresh: Vec<ExprId>,
+    /// Whether some test on the path was ⋆ and dropped: `tests` is then only necessary, not
+    /// sufficient, for the path to be taken (an iteration count must not rely on it).
+    pub dropped: bool,
 }
 
 /// Builds APCs: owns the expression pool, the inputs, and the cache of loop summaries.
@@ -97,6 +105,7 @@ impl<'a> ApcBuilder<'a> {
     pub fn execute_path(&mut self, nodes: &[Node], entries: &[(usize, LoopId)], mut st: State, iteration: bool) -> PathResult {
         let mut tests = vec![];
         let mut fresh = vec![];
+        let mut dropped = false;
         for (pos, &node) in nodes.iter().enumerate() {
             let b = node.block();
             if !(iteration && pos == 0) {
@@ -110,21 +119,21 @@ impl<'a> ApcBuilder<'a> {
             if let Some(&(_, loop_id)) = entries.iter().find(|(p, _)| *p == pos) {
                 let (loop_tests, loop_fresh) = self.apply_loop(loop_id, &mut st);
                 for t in loop_tests {
-                    push_test(&self.pool, &mut tests, t);
+                    dropped |= push_test(&self.pool, &mut tests, t);
                 }
                 fresh.extend(loop_fresh);
             }
             let body_tests = self.executor().exec_body(&mut st, b);
             for t in body_tests {
-                push_test(&self.pool, &mut tests, t);
+                dropped |= push_test(&self.pool, &mut tests, t);
             }
             let next = nodes[pos + 1].block();
             let edge = self.executor().edge_tests(&mut st, b, next);
             for t in edge {
-                push_test(&self.pool, &mut tests, t);
+                dropped |= push_test(&self.pool, &mut tests, t);
             }
         }
-        PathResult { state: st, tests, fresh }
+        PathResult { state: st, tests, fresh, dropped }
     }
 
     /// Builds the APC: the disjunction of apc_π over all backbones of the function.
@@ -139,7 +148,19 @@ impl<'a> ApcBuilder<'a> {
             debug!(backbone = i, apc = %Printer::new(&self.pool).print(formula), "apc of backbone");
             backbones.push(BackboneApc { backbone: i, tests: r.tests, formula });
         }
-        let formula = self.pool.or(backbones.iter().map(|b| b.formula));
+        let any = self.pool.or(backbones.iter().map(|b| b.formula));
+        // Facts of every native run (object address ranges) that the path conditions rely on.
+        let axioms: Vec<ExprId> = self
+            .inputs
+            .axioms
+            .iter()
+            .copied()
+            .filter(|&a| {
+                let syms: Vec<ExprId> = crate::expr::children_of(self.pool.get(a)).into_iter().filter(|&c| self.pool.as_const(c).is_none()).collect();
+                crate::expr::mentions(&self.pool, any, &syms)
+            })
+            .collect();
+        let formula = self.pool.and(axioms.into_iter().chain([any]));
         let apc = Apc { formula, backbones, inputs: self.inputs, complete: !structure.truncated, summaries: self.first_summary };
         (apc, self.pool)
     }

@@ -221,6 +221,26 @@ impl ExprPool {
             }
             _ => {}
         }
+        // (x + y) − x → y and (x + y) − (x + z) → y − z: pointer differences `p − s` where both
+        // are one object's address plus offsets.
+        if op == Sub {
+            if let Expr::Bin(Add, x, y) = self.get(a).clone() {
+                if b == x {
+                    return y;
+                }
+                if b == y {
+                    return x;
+                }
+                if let Expr::Bin(Add, x2, y2) = self.get(b).clone() {
+                    if x == x2 {
+                        return self.bin(Sub, y, y2);
+                    }
+                    if y == y2 {
+                        return self.bin(Sub, x, x2);
+                    }
+                }
+            }
+        }
         if a == b {
             match op {
                 Sub | Xor => return self.bv(w, 0),
@@ -233,6 +253,11 @@ impl ExprPool {
 
     pub fn cmp(&mut self, p: IntPredicate, a: ExprId, b: ExprId) -> ExprId {
         use IntPredicate::*;
+        // ⋆ first: two unknowns are one hash-consed node, but not one value, so `⋆ = ⋆` must
+        // not fold to `true` below.
+        if let Some(s) = self.absorb(&[a, b], Sort::Bool) {
+            return s;
+        }
         if self.sort(a) == Sort::Bool {
             assert!(matches!(p, Eq | Ne), "only = and ≠ compare Booleans");
             let (ba, bb) = (self.as_bool(a), self.as_bool(b));
@@ -263,9 +288,6 @@ impl ExprPool {
                     return self.ite(c, l, r);
                 }
             }
-        }
-        if let Some(s) = self.absorb(&[a, b], Sort::Bool) {
-            return s;
         }
         self.intern(Expr::Cmp(p, a, b), Sort::Bool)
     }
@@ -609,6 +631,17 @@ mod tests {
         assert!(p.is_star(c), "a predicate over ⋆ is ⋆ (the APC drops it as a test)");
         let n = p.not(c);
         assert!(p.is_star(n), "¬⋆ is ⋆, never ¬true");
+        // Two unknowns share one node but are not one value: no comparison of them folds.
+        let s2 = p.star(Sort::Bv(32));
+        for pred in [IntPredicate::Eq, IntPredicate::Ne, IntPredicate::Sgt, IntPredicate::Ule] {
+            let c = p.cmp(pred, s, s2);
+            assert!(p.is_star(c), "⋆ {pred:?} ⋆ must stay ⋆");
+        }
+        let b = p.star(Sort::Bool);
+        let c = p.eq(b, b);
+        assert!(p.is_star(c), "⋆ = ⋆ on Booleans stays ⋆");
+        let d = p.bin(BvOp::Sub, s, s2);
+        assert!(p.is_star(d), "⋆ − ⋆ is ⋆, not 0");
         let f = p.ff();
         let conj = p.and([f, c]);
         assert_eq!(p.as_bool(conj), Some(false), "false ∧ ⋆ = false");
@@ -626,6 +659,18 @@ mod tests {
         assert_eq!(back, gt, "(ite(c,1,0) ≠ 0) = c");
         let eq0 = p.cmp(IntPredicate::Eq, as_int, zero);
         assert_eq!(p.get(eq0), &Expr::Cmp(IntPredicate::Sle, x, c));
+    }
+
+    #[test]
+    fn common_terms_cancel_in_differences() {
+        let mut p = ExprPool::new();
+        let base = p.symbol("&s", Sort::Bv(64), SymbolKind::Input);
+        let (i, j) = (p.symbol("i", Sort::Bv(64), SymbolKind::Input), p.symbol("j", Sort::Bv(64), SymbolKind::Input));
+        let pi = p.bin(BvOp::Add, base, i);
+        let pj = p.bin(BvOp::Add, base, j);
+        assert_eq!(p.bin(BvOp::Sub, pi, base), i, "(&s + i) − &s = i");
+        let d = p.bin(BvOp::Sub, pi, pj);
+        assert_eq!(p.get(d), &Expr::Bin(BvOp::Sub, i, j), "(&s + i) − (&s + j) = i − j");
     }
 
     #[test]

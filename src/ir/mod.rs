@@ -278,6 +278,9 @@ pub struct Function {
     pub value_types: Vec<Ty>,
     /// Human-readable names of SSA values (from IR names or `instnamer`), indexed by `ValueId`.
     pub value_names: Vec<String>,
+    /// Per block: whether it lies on a cycle of the CFG. An allocation there has many dynamic
+    /// instances, which one symbolic object cannot stand for (see [`Function::compute_cycles`]).
+    pub in_cycle: Vec<bool>,
 }
 
 impl Function {
@@ -296,6 +299,35 @@ impl Function {
     pub fn value_type(&self, v: ValueId) -> &Ty {
         &self.value_types[v.0 as usize]
     }
+    /// Fills [`Function::in_cycle`]: a block is on a cycle when its strongly connected component
+    /// has several blocks or it jumps to itself.
+    pub fn compute_cycles(&mut self) {
+        let mut g = petgraph::graph::DiGraph::<(), ()>::new();
+        let nodes: Vec<_> = self.blocks.iter().map(|_| g.add_node(())).collect();
+        let mut in_cycle = vec![false; self.blocks.len()];
+        for b in &self.blocks {
+            for s in b.term.successors() {
+                g.add_edge(nodes[b.id.index()], nodes[s.index()], ());
+                if s == b.id {
+                    in_cycle[s.index()] = true;
+                }
+            }
+        }
+        for scc in petgraph::algo::tarjan_scc(&g) {
+            if scc.len() > 1 {
+                for n in scc {
+                    in_cycle[n.index()] = true;
+                }
+            }
+        }
+        self.in_cycle = in_cycle;
+    }
+
+    /// Whether `b` lies on a cycle (false before [`Function::compute_cycles`] ran).
+    pub fn is_in_cycle(&self, b: BlockId) -> bool {
+        self.in_cycle.get(b.index()).copied().unwrap_or(false)
+    }
+
     /// Blocks marked as targets.
     pub fn target_blocks(&self) -> Vec<BlockId> {
         self.blocks.iter().filter(|b| b.target.is_some()).map(|b| b.id).collect()

@@ -250,7 +250,9 @@ pub fn is_sized(t: Type) -> bool {
 }
 
 /// Inserts `call void @marker(i32 id)` before the first non-phi instruction of `block`.
-pub fn insert_marker_call(m: LLVMModuleRef, marker: &str, block: Block, id: u32) {
+/// Inserts `marker(id)` into `block`: before `before` when given (and not a phi), else before
+/// the first non-phi instruction.
+pub fn insert_marker_call(m: LLVMModuleRef, marker: &str, block: Block, before: Option<Value>, id: u32) {
     unsafe {
         let ctx = LLVMGetModuleContext(m);
         let void = LLVMVoidTypeInContext(ctx);

@@ -420,6 +420,7 @@ pub fn lower(m: LLVMModuleRef, f: llvm::Value, target_names: Vec<String>) -> Res
         }
     }
     let mut blocks = vec![];
+    let mut splits: Vec<Block> = vec![];
     for (k, &b) in llvm_blocks.iter().enumerate() {
         let label = match llvm::block_name(b) {
             s if s.is_empty() => format!("bb{k}"),
@@ -429,12 +430,15 @@ pub fn lower(m: LLVMModuleRef, f: llvm::Value, target_names: Vec<String>) -> Res
         let (term_raw, body) = insts_raw.split_last().expect("LLVM blocks end in a terminator");
         let mut insts = vec![];
         let mut target = None;
+        // Where the first marker sits among the lowered instructions.
+        let mut marker_at = None;
         for &i in body {
             let Some((kind, line)) = lw.lower_inst(i) else { continue };
             if let InstKind::Call { callee: Callee::Direct(name), args } = &kind {
                 if name == TARGET_MARKER {
                     if let Some(Operand::Int { value, .. }) = args.first() {
                         target.get_or_insert(*value as u32);
+                        marker_at.get_or_insert(insts.len());
                     }
                     continue;
                 }
@@ -443,15 +447,44 @@ pub fn lower(m: LLVMModuleRef, f: llvm::Value, target_names: Vec<String>) -> Res
             insts.push(Inst { result, ty: lower_type(llvm::type_of(i)), kind, line });
         }
         let term = lw.lower_terminator(*term_raw);
-        blocks.push(Block { id: BlockId(k as u32), label, insts, term, target });
+        let phis = insts.iter().take_while(|i| matches!(i.kind, InstKind::Phi { .. })).count();
+        match marker_at {
+            // A marker after other instructions (a `--call` or `--line` target inside a block):
+            // the block is split there, so that reaching the target means executing what comes
+            // before it (which may never return) and then entering the tail.
+            Some(at) if at > phis => {
+                let tail_id = BlockId((llvm_blocks.len() + splits.len()) as u32);
+                let tail_insts = insts.split_off(at);
+                splits.push(Block { id: tail_id, label: format!("{label}.target"), insts: tail_insts, term, target });
+                blocks.push(Block { id: BlockId(k as u32), label, insts, term: Terminator::Jump(tail_id), target: None });
+            }
+            _ => blocks.push(Block { id: BlockId(k as u32), label, insts, term, target }),
+        }
     }
-    let function = Function {
+    // Successors of a split block now have its tail as their predecessor.
+    let heads: Vec<(BlockId, BlockId)> =
+        blocks.iter().filter_map(|b| match b.term { Terminator::Jump(t) if t.index() >= llvm_blocks.len() => Some((b.id, t)), _ => None }).collect();
+    blocks.extend(splits);
+    for block in &mut blocks {
+        for inst in &mut block.insts {
+            if let InstKind::Phi { incoming } = &mut inst.kind {
+                for (pred, _) in incoming.iter_mut() {
+                    if let Some(&(_, tail)) = heads.iter().find(|(h, _)| h == pred) {
+                        *pred = tail;
+                    }
+                }
+            }
+        }
+    }
+    let mut function = Function {
         name: llvm::value_name(f),
         params,
         ret: lower_type(llvm::function_return_type(f)),
         blocks,
         value_types: lw.value_types,
         value_names: lw.value_names,
+        in_cycle: vec![],
     };
+    function.compute_cycles();
     Ok(Program { function, globals: lw.globals, target_names })
 }

@@ -56,6 +56,10 @@ pub struct ResolvedTarget {
     pub function: String,
     pub label: String,
     pub block: llvm::Block,
+    /// The instruction the target starts at: the call of `--call`, the first instruction of
+    /// `--line`'s line. `None` is the block's start (`--block`). A marker at the block's start
+    /// would fire natively even when an earlier instruction of the block never returns.
+    pub at: Option<llvm::Value>,
 }
 
 fn find_function(m: LLVMModuleRef, name: &str) -> Option<llvm::Value> {
@@ -104,10 +108,11 @@ fn file_matches(debug_file: &str, wanted: &str) -> bool {
 pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Vec<ResolvedTarget>> {
     let f = find_function(m, function).expect("function checked by caller");
     let scope = reachable_functions(f);
-    let mk = |func: llvm::Value, b: llvm::Block| ResolvedTarget {
+    let mk = |func: llvm::Value, b: llvm::Block, at: Option<llvm::Value>| ResolvedTarget {
         function: llvm::value_name(func),
         label: llvm::block_name(b),
         block: b,
+        at,
     };
     match spec {
         TargetSpec::Block(label) => {
@@ -116,7 +121,7 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
                 let hits: Vec<_> = llvm::blocks(func)
                     .into_iter()
                     .filter(|&b| llvm::block_name(b) == *label)
-                    .map(|b| mk(func, b))
+                    .map(|b| mk(func, b, None))
                     .collect();
                 if !hits.is_empty() {
                     return Ok(hits);
@@ -142,7 +147,7 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
                             if l == *line
                                 && llvm::debug_file(i).is_some_and(|df| file_matches(&df, file))
                             {
-                                return Ok(vec![mk(func, b)]);
+                                return Ok(vec![mk(func, b, Some(i))]);
                             }
                         }
                     }
@@ -171,12 +176,12 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
                     continue; // calls inside the callee itself are not "calls from the program"
                 }
                 for b in llvm::blocks(func) {
-                    let calls = llvm::instructions(b).into_iter().any(|i| {
+                    let call = llvm::instructions(b).into_iter().find(|&i| {
                         llvm::opcode(i) == LLVMOpcode::LLVMCall
                             && llvm::value_name(llvm::called_value(i)) == *callee
                     });
-                    if calls {
-                        hits.push(mk(func, b));
+                    if let Some(call) = call {
+                        hits.push(mk(func, b, Some(call)));
                     }
                 }
             }
@@ -190,13 +195,13 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
     }
 }
 
-/// Inserts the marker call into every resolved target block. All blocks of one spec share the
-/// target number `id`.
+/// Inserts the marker call into every resolved target block, where the target starts. All blocks
+/// of one spec share the target number `id`.
 pub fn instrument(m: LLVMModuleRef, targets: &[ResolvedTarget], id: u32) {
     let mut done: HashMap<usize, ()> = HashMap::new();
     for t in targets {
         if done.insert(t.block as usize, ()).is_none() {
-            llvm::insert_marker_call(m, TARGET_MARKER, t.block, id);
+            llvm::insert_marker_call(m, TARGET_MARKER, t.block, t.at, id);
         }
     }
 }

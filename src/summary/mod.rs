@@ -25,6 +25,9 @@ pub enum Var {
     Value(ValueId),
     /// The offset of a pointer SSA value whose object is fixed by the context.
     PtrOffset(ValueId),
+    /// The address of a pointer SSA value whose object is not known at the loop's entry (null,
+    /// or an [`SymVal::Addr`]): offsets from the entry value stay exact.
+    PtrAddr(ValueId),
     /// The contents of a memory object.
     Mem(ObjectId),
     /// The position in the nondet input stream.
@@ -43,8 +46,30 @@ pub struct LoopVar {
     pub object: Option<ObjectId>,
 }
 
-/// Identifies a summary: the loop and the objects its pointer variables point into.
-pub type SummaryKey = (LoopId, Vec<(ValueId, Option<ObjectId>)>, usize);
+/// What a pointer variable of a loop points to at the loop's entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PtrBinding {
+    /// Into this object: the variable is its offset ([`Var::PtrOffset`]).
+    Object(ObjectId),
+    /// Null or an address of an unknown object: the variable is its address ([`Var::PtrAddr`]).
+    Address,
+    /// Nothing the analysis follows: ⋆ in and after the loop.
+    Lost,
+}
+
+impl PtrBinding {
+    fn of(v: Option<&SymVal>) -> PtrBinding {
+        match v {
+            Some(SymVal::Ptr { obj, .. }) => PtrBinding::Object(*obj),
+            Some(SymVal::Addr(_) | SymVal::Null) => PtrBinding::Address,
+            _ => PtrBinding::Lost,
+        }
+    }
+}
+
+/// Identifies a summary: the loop, what its pointer variables point into, and how many objects
+/// exist and have escaped (an unknown call in the loop forgets the escaped ones).
+pub type SummaryKey = (LoopId, Vec<(ValueId, PtrBinding)>, usize, usize);
 
 /// The summary (θ^κ, φ^κ) of a loop.
 #[derive(Clone, Debug)]
@@ -347,17 +372,13 @@ impl ApcBuilder<'_> {
     pub(crate) fn apply_loop(&mut self, loop_id: LoopId, st: &mut State) -> (Vec<ExprId>, Vec<ExprId>) {
         let (phis, invariant) = self.loop_values(loop_id);
         let f = &self.program.function;
-        let binding = |v: &ValueId| match st.values.get(v) {
-            Some(SymVal::Ptr { obj, .. }) => Some(*obj),
-            _ => None,
-        };
         let mut key_ptrs = vec![];
         for v in phis.iter().chain(&invariant) {
             if *f.value_type(*v) == Ty::Ptr {
-                key_ptrs.push((*v, binding(v)));
+                key_ptrs.push((*v, PtrBinding::of(st.values.get(v))));
             }
         }
-        let key: SummaryKey = (loop_id, key_ptrs.clone(), self.inputs.objects.len());
+        let key: SummaryKey = (loop_id, key_ptrs.clone(), self.inputs.objects.len(), self.inputs.escaped().count());
         let summary = match self.summaries.get(&key) {
             Some(s) => s.clone(),
             None => {
@@ -381,10 +402,26 @@ impl ApcBuilder<'_> {
                     Some(SymVal::Ptr { obj, offset }) if Some(*obj) == v.object => *offset,
                     _ => self.pool.star(Sort::Bv(64)),
                 },
+                Var::PtrAddr(x) => {
+                    let val = st.values.get(x).cloned().unwrap_or(SymVal::Unknown);
+                    self.inputs.address_of(&mut self.pool, &val).unwrap_or_else(|| self.pool.star(Sort::Bv(64)))
+                }
                 Var::Mem(o) => st.memory(&mut self.pool, &self.inputs, *o),
                 Var::Nondet => st.nondet_index,
             };
             sigma.insert(v.symbol, cur);
+        }
+        // Fail-safe by construction: every value the loop defines (its entry's phis included)
+        // is ⋆ after it unless a loop variable below gives it a value. The path goes on from the
+        // entry with these values, never with those of the edge that first entered the loop.
+        let l = self.structure.get(loop_id);
+        for &b in &l.blocks {
+            for inst in &f.block(b).insts {
+                if let Some(r) = inst.result {
+                    let star = self.executor().star_of(&inst.ty);
+                    st.values.insert(r, star);
+                }
+            }
         }
         let mut tests = vec![sigma.apply(&mut self.pool, summary.looping)];
         // A proved iteration count replaces the counter in the state (the heavyweight step of
@@ -419,8 +456,12 @@ impl ApcBuilder<'_> {
                     let obj = v.object.expect("pointer variables have an object");
                     st.values.insert(*x, SymVal::Ptr { obj, offset: n });
                 }
-                (Var::PtrOffset(x), None) => {
+                (Var::PtrOffset(x), None) | (Var::PtrAddr(x), None) => {
                     st.values.insert(*x, SymVal::Unknown);
+                }
+                (Var::PtrAddr(x), Some(n)) => {
+                    let p = self.inputs.pointer_at(&mut self.pool, n);
+                    st.values.insert(*x, p);
                 }
                 (Var::Mem(o), n) => {
                     let n = n.unwrap_or_else(|| self.pool.star(Sort::MEMORY));
@@ -439,7 +480,7 @@ impl ApcBuilder<'_> {
     }
 
     /// processLoop: θ^κ and φ^κ of the loop, over symbols for the values at its entry.
-    fn summarise(&mut self, loop_id: LoopId, phis: &[ValueId], invariant: &[ValueId], ptrs: &[(ValueId, Option<ObjectId>)]) -> LoopSummary {
+    fn summarise(&mut self, loop_id: LoopId, phis: &[ValueId], invariant: &[ValueId], ptrs: &[(ValueId, PtrBinding)]) -> LoopSummary {
         let f = &self.program.function;
         let l = self.structure.get(loop_id);
         // Loop variables and the initial state θ_I of an iteration.
@@ -454,17 +495,23 @@ impl ApcBuilder<'_> {
                     st.values.insert(*v, SymVal::Int(symbol));
                     vars.push(LoopVar { var: Var::Value(*v), symbol, name, carried, object: None });
                 }
-                Ty::Ptr => {
-                    let object = ptrs.iter().find(|(x, _)| x == v).and_then(|(_, o)| *o);
-                    if let Some(obj) = object {
+                Ty::Ptr => match ptrs.iter().find(|(x, _)| x == v).map_or(PtrBinding::Lost, |(_, b)| *b) {
+                    PtrBinding::Object(obj) => {
                         let oname = format!("{name}.off");
                         let symbol = self.pool.symbol(&oname, Sort::Bv(64), SymbolKind::Input);
                         st.values.insert(*v, SymVal::Ptr { obj, offset: symbol });
                         vars.push(LoopVar { var: Var::PtrOffset(*v), symbol, name: oname, carried, object: Some(obj) });
-                    } else {
+                    }
+                    PtrBinding::Address => {
+                        let aname = format!("{name}.addr");
+                        let symbol = self.pool.symbol(&aname, Sort::Bv(64), SymbolKind::Input);
+                        st.values.insert(*v, SymVal::Addr(symbol));
+                        vars.push(LoopVar { var: Var::PtrAddr(*v), symbol, name: aname, carried, object: None });
+                    }
+                    PtrBinding::Lost => {
                         st.values.insert(*v, SymVal::Unknown);
                     }
-                }
+                },
                 _ => {
                     st.values.insert(*v, SymVal::Unknown);
                 }
@@ -482,12 +529,22 @@ impl ApcBuilder<'_> {
         st.nondet_index = nd;
         vars.push(LoopVar { var: Var::Nondet, symbol: nd, name: "ν".into(), carried: true, object: None });
 
-        // Execute every iteration backbone of P(C, v).
+        // Execute every iteration backbone of P(C, v), again while an iteration lets another
+        // object escape: an unknown call in a later iteration can write it, even one placed
+        // before the store that lets it escape.
+        let mut results = vec![];
+        loop {
+            let escaped_before = self.inputs.escaped().count();
+            results = l.backbones.iter().map(|bb| self.execute_path(&bb.nodes, &bb.entries, st.clone(), true)).collect();
+            if self.inputs.escaped().count() == escaped_before {
+                break;
+            }
+        }
         let mut thetas: Vec<Vec<Option<ExprId>>> = vec![];
         let mut iteration_tests: Vec<(Vec<ExprId>, Vec<ExprId>)> = vec![];
+        let mut complete_tests = true;
         let mut feasible = vec![];
-        for bb in &l.backbones {
-            let r = self.execute_path(&bb.nodes, &bb.entries, st.clone(), true);
+        for r in results {
             // An iteration whose tests cannot hold never runs (clang's `a && b` phis produce
             // such paths): it gets no counter. Dropping it is sound because its counter would be 0.
             let cond = self.pool.and(r.tests.iter().copied());
@@ -511,6 +568,10 @@ impl ApcBuilder<'_> {
                         Some(SymVal::Ptr { obj, offset }) if Some(*obj) == v.object => Some(*offset),
                         _ => None,
                     },
+                    Var::PtrAddr(x) => {
+                        let val = r.state.values.get(x).cloned().unwrap_or(SymVal::Unknown);
+                        self.inputs.address_of(&mut self.pool, &val)
+                    }
                     Var::Mem(o) => Some(r.state.memory(&mut self.pool, &self.inputs, *o)),
                     Var::Nondet => Some(r.state.nondet_index),
                 };
@@ -519,6 +580,7 @@ impl ApcBuilder<'_> {
                 theta.push(val);
             }
             thetas.push(theta);
+            complete_tests &= !r.dropped;
             iteration_tests.push((r.tests, r.fresh));
         }
         let created_objects: Vec<ObjectId> = (objects_before..self.inputs.objects.len()).map(|o| ObjectId(o as u32)).collect();
@@ -604,7 +666,10 @@ impl ApcBuilder<'_> {
         debug!(loop = loop_id.0, looping = %Printer::new(&self.pool).print(looping), "loop summarised");
         let mut it = counters.iter();
         let backbone_counters = feasible.iter().map(|&f| if f { it.next().copied() } else { None }).collect();
-        let (closed_form, uniform_after) = self.iteration_count(&vars, &thetas, &iteration_tests);
+        // An iteration count needs the exact condition of every iteration: with a ⋆ test
+        // dropped, the loop may stop earlier than the known tests say.
+        let (closed_form, uniform_after) =
+            if complete_tests { self.iteration_count(&vars, &thetas, &iteration_tests) } else { (None, vec![]) };
         if let Some(e) = closed_form {
             debug!(loop = loop_id.0, count = %Printer::new(&self.pool).print(e), "iteration count in closed form");
         }

@@ -30,12 +30,17 @@ pub fn nondet_c_type(suffix: &str) -> Option<&'static str> {
     })
 }
 
-/// Library functions that write no memory visible to the program.
+/// Library functions that write no memory visible to the program, whatever their arguments.
+/// (`printf` is not one: `%n` stores through a pointer argument; see [`OUTPUT_ONLY`].)
 const PURE_EXTERNALS: &[&str] = &[
     "strlen", "strnlen", "strcmp", "strncmp", "memcmp", "strchr", "strrchr", "strstr", "isalpha", "isdigit",
-    "isalnum", "isspace", "isupper", "islower", "isprint", "ispunct", "isxdigit", "toupper", "tolower", "printf",
-    "puts", "putchar", "rand", "atoi", "atol",
+    "isalnum", "isspace", "isupper", "islower", "isprint", "ispunct", "isxdigit", "toupper", "tolower", "puts",
+    "putchar", "rand", "atoi", "atol", "atoll", "abs", "labs", "llabs",
 ];
+
+/// Output functions that write program memory only through their pointer arguments after the
+/// format (`%n`): those objects are forgotten, nothing else is.
+const OUTPUT_ONLY: &[(&str, usize)] = &[("printf", 1), ("fprintf", 2), ("dprintf", 2)];
 
 impl Executor<'_> {
     pub(super) fn call(
@@ -74,7 +79,15 @@ impl Executor<'_> {
                     return SymVal::Int(self.abs(x));
                 }
             }
-            "free" => return SymVal::Unknown,
+            // free() writes allocator bookkeeping into the block it frees.
+            "free" => {
+                match args.first() {
+                    Some(SymVal::Ptr { obj, .. }) => st.havoc(self.pool, self.inputs, *obj),
+                    Some(SymVal::Null) => {}
+                    _ => st.havoc_all(self.pool, self.inputs),
+                }
+                return SymVal::Unknown;
+            }
             "malloc" | "calloc" => {
                 let Some(site) = result else { return SymVal::Unknown };
                 let obj = self.inputs.heap_object(self.pool, site, "heap", name == "calloc");
@@ -118,15 +131,25 @@ impl Executor<'_> {
                 _ => {
                     // Other intrinsics may write through their pointer arguments.
                     for a in args {
-                        if let SymVal::Ptr { obj, .. } = a {
-                            st.havoc(self.pool, self.inputs, *obj);
+                        match a {
+                            SymVal::Ptr { obj, .. } => st.havoc(self.pool, self.inputs, *obj),
+                            SymVal::Addr(_) => st.havoc_all(self.pool, self.inputs),
+                            _ => {}
                         }
                     }
                     return self.star_of(ty);
                 }
             }
         }
-        if !PURE_EXTERNALS.contains(&name) {
+        if let Some(&(_, first)) = OUTPUT_ONLY.iter().find(|(n, _)| *n == name) {
+            for a in args.iter().skip(first) {
+                match a {
+                    SymVal::Ptr { obj, .. } => st.havoc(self.pool, self.inputs, *obj),
+                    SymVal::Unknown | SymVal::Addr(_) => st.havoc_all(self.pool, self.inputs),
+                    _ => {}
+                }
+            }
+        } else if !PURE_EXTERNALS.contains(&name) {
             self.unknown_external(st, args);
         }
         self.star_of(ty)
@@ -134,8 +157,8 @@ impl Executor<'_> {
 
     /// An external function may write every object reachable to it: its pointer arguments'
     /// objects and everything that escaped before (globals included).
-    fn unknown_external(&mut self, st: &mut State, args: &[SymVal]) {
-        if args.iter().any(|a| matches!(a, SymVal::Unknown)) {
+    pub(super) fn unknown_external(&mut self, st: &mut State, args: &[SymVal]) {
+        if args.iter().any(|a| matches!(a, SymVal::Unknown | SymVal::Addr(_))) {
             st.havoc_all(self.pool, self.inputs);
             return;
         }

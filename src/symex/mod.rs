@@ -129,7 +129,17 @@ impl<'p> Executor<'p> {
             if matches!(inst.kind, InstKind::Phi { .. }) {
                 continue;
             }
-            let val = self.exec_inst(st, &inst.kind, &inst.ty, inst.result, &mut tests);
+            let val = if self.func().is_in_cycle(block) && allocates(&inst.kind) {
+                // One symbolic object cannot stand for an allocation made on every iteration:
+                // its instances have different addresses and contents.
+                if let InstKind::Call { args, .. } = &inst.kind {
+                    let args: Vec<SymVal> = args.iter().map(|a| self.operand(st, a)).collect();
+                    self.unknown_external(st, &args);
+                }
+                SymVal::Unknown
+            } else {
+                self.exec_inst(st, &inst.kind, &inst.ty, inst.result, &mut tests)
+            };
             if let Some(r) = inst.result {
                 st.values.insert(r, val);
             }
@@ -155,8 +165,15 @@ impl<'p> Executor<'p> {
                     (SymVal::Ptr { obj: o1, offset: x }, SymVal::Ptr { obj: o2, offset: y }) if o1 == o2 => {
                         SymVal::Ptr { obj: o1, offset: self.pool.ite(c, x, y) }
                     }
-                    (a, b) if a == b => a,
-                    _ => self.star_of(ty),
+                    (a, b) if a == b && !matches!(a, SymVal::Int(_)) => a,
+                    // Pointers into different objects: the address of the one chosen.
+                    (a, b) => match (self.inputs.address_of(self.pool, &a), self.inputs.address_of(self.pool, &b)) {
+                        (Some(x), Some(y)) if *ty == Ty::Ptr => {
+                            let e = self.pool.ite(c, x, y);
+                            self.inputs.pointer_at(self.pool, e)
+                        }
+                        _ => self.star_of(ty),
+                    },
                 }
             }
             InstKind::Cast { op, val } => self.cast(st, *op, val, ty),
@@ -184,7 +201,13 @@ impl<'p> Executor<'p> {
             }
             InstKind::PtrOffset { base, const_offset, terms } => {
                 let b = self.operand(st, base);
-                let SymVal::Ptr { obj, offset } = b else { return SymVal::Unknown };
+                // A pointer into a known object moves its offset; any other pointer its address.
+                let (obj, offset) = match b {
+                    SymVal::Ptr { obj, offset } => (Some(obj), offset),
+                    SymVal::Addr(a) => (None, a),
+                    SymVal::Null => (None, self.pool.bv(64, 0)),
+                    _ => return SymVal::Unknown,
+                };
                 let c = self.pool_bv64(*const_offset);
                 let mut off = self.pool.bin(BvOp::Add, offset, c);
                 for (idx, scale) in terms {
@@ -194,7 +217,10 @@ impl<'p> Executor<'p> {
                     let t = self.pool.bin(BvOp::Mul, i, s);
                     off = self.pool.bin(BvOp::Add, off, t);
                 }
-                SymVal::Ptr { obj, offset: off }
+                match obj {
+                    Some(obj) => SymVal::Ptr { obj, offset: off },
+                    None => self.inputs.pointer_at(self.pool, off),
+                }
             }
             InstKind::Call { callee, args } => {
                 let args: Vec<SymVal> = args.iter().map(|a| self.operand(st, a)).collect();
@@ -225,6 +251,9 @@ impl<'p> Executor<'p> {
 
     fn binary(&mut self, op: crate::ir::BinOp, a: ExprId, b: ExprId, ty: &Ty) -> ExprId {
         use crate::ir::BinOp as B;
+        if matches!(op, B::Shl | B::LShr | B::AShr) && *ty != Ty::Int(1) {
+            return self.shift(op, a, b);
+        }
         if *ty == Ty::Int(1) {
             // i1 arithmetic on Booleans.
             return match op {
@@ -241,32 +270,56 @@ impl<'p> Executor<'p> {
         self.pool.bin(op, a, b)
     }
 
+    /// `shl`/`lshr`/`ashr` as the compiled x86-64 code computes them. A count of at least the
+    /// width is poison in LLVM: a constant one may be folded to anything (⋆); a variable one
+    /// reaches the shift instruction, which masks the count to 5 bits (6 for 64-bit operands;
+    /// 8- and 16-bit shifts use the 5-bit mask too), so the SMT shift of the masked count is
+    /// exact. Wider operands are ⋆ unless the count is a constant in range.
+    fn shift(&mut self, op: crate::ir::BinOp, a: ExprId, b: ExprId) -> ExprId {
+        let w = self.pool.width(a);
+        if let Some(c) = self.pool.as_const(b) {
+            return if c < w as u64 { self.pool.bin(op, a, b) } else { self.pool.star(Sort::Bv(w)) };
+        }
+        let mask = match w {
+            ..=32 => 31,
+            33..=64 => 63,
+            _ => return self.pool.star(Sort::Bv(w)),
+        };
+        let m = self.pool.bv(w, mask);
+        let count = self.pool.bin(crate::ir::BinOp::And, b, m);
+        self.pool.bin(op, a, count)
+    }
+
+    /// `icmp` on integers, or on pointers by their addresses. Two pointers into one object
+    /// are equal exactly when their offsets are; pointers into different objects differ while
+    /// both are strictly inside their objects, but a one-past-the-end pointer may equal the next
+    /// object's start, so outside that the (unknown) addresses decide.
     fn compare(&mut self, pred: IntPredicate, a: SymVal, b: SymVal) -> ExprId {
         use IntPredicate::*;
-        match (a, b) {
-            (SymVal::Int(x), SymVal::Int(y)) => self.pool.cmp(pred, x, y),
-            (SymVal::Ptr { obj: o1, offset: x }, SymVal::Ptr { obj: o2, offset: y }) if o1 == o2 => {
-                // Same object: compare offsets (addresses differ by the offset difference).
-                let upred = match pred {
-                    Sgt => Ugt,
-                    Sge => Uge,
-                    Slt => Ult,
-                    Sle => Ule,
-                    p => p,
+        if let (SymVal::Int(x), SymVal::Int(y)) = (&a, &b) {
+            return self.pool.cmp(pred, *x, *y);
+        }
+        if let (SymVal::Ptr { obj: o1, offset: x }, SymVal::Ptr { obj: o2, offset: y }) = (&a, &b) {
+            if o1 == o2 && matches!(pred, Eq | Ne) {
+                return self.pool.cmp(pred, *x, *y);
+            }
+        }
+        let (Some(x), Some(y)) = (self.inputs.address_of(self.pool, &a), self.inputs.address_of(self.pool, &b)) else {
+            return self.pool.star(Sort::Bool);
+        };
+        let by_address = self.pool.cmp(pred, x, y);
+        match (&a, &b) {
+            (SymVal::Ptr { obj: o1, offset: x }, SymVal::Ptr { obj: o2, offset: y }) if o1 != o2 && matches!(pred, Eq | Ne) => {
+                let (Some(s1), Some(s2)) = (self.inputs.object(*o1).size, self.inputs.object(*o2).size) else {
+                    return by_address;
                 };
-                self.pool.cmp(upred, x, y)
+                let (s1, s2) = (self.pool.bv(64, s1), self.pool.bv(64, s2));
+                let inside = [self.pool.cmp(Ult, *x, s1), self.pool.cmp(Ult, *y, s2)];
+                let inside = self.pool.and(inside);
+                let differ = self.pool.bool(pred == Ne);
+                self.pool.ite(inside, differ, by_address)
             }
-            (SymVal::Ptr { .. }, SymVal::Ptr { .. }) if matches!(pred, Eq | Ne) => {
-                // Distinct live objects have distinct addresses (offsets within bounds).
-                self.pool.bool(pred == Ne)
-            }
-            (SymVal::Null, SymVal::Null) => self.pool.bool(matches!(pred, Eq | Uge | Ule | Sge | Sle)),
-            (SymVal::Ptr { obj, .. }, SymVal::Null) | (SymVal::Null, SymVal::Ptr { obj, .. })
-                if matches!(pred, Eq | Ne) && st_never_null(self.inputs, obj) =>
-            {
-                self.pool.bool(pred == Ne)
-            }
-            _ => self.pool.star(Sort::Bool),
+            _ => by_address,
         }
     }
 
@@ -286,14 +339,27 @@ impl<'p> Executor<'p> {
                 SymVal::Int(out)
             }
             (CastOp::BitCast, v) => v,
-            (CastOp::PtrToInt, SymVal::Null) => SymVal::Int(self.pool.bv(ty.int_width().unwrap_or(64), 0)),
             // An object's address is an unknown constant; offsets within it are exact, so
             // pointer differences (`p - s`) come out right.
-            (CastOp::PtrToInt, SymVal::Ptr { obj, offset }) => {
-                let base = self.inputs.object_address(self.pool, obj);
-                let addr = self.pool.bin(BvOp::Add, base, offset);
-                SymVal::Int(self.pool.resize(addr, ty.int_width().unwrap_or(64)))
+            (CastOp::PtrToInt, p @ (SymVal::Null | SymVal::Ptr { .. } | SymVal::Addr(_))) => {
+                if let SymVal::Ptr { obj, .. } = p {
+                    // The number may reach code the analysis does not follow.
+                    self.inputs.mark_escaped(obj);
+                }
+                let addr = self.inputs.address_of(self.pool, &p).expect("pointers have addresses");
+                match ty.int_width() {
+                    Some(1) => SymVal::Int(self.pool.low_bit(addr)),
+                    Some(w) if w <= 64 => SymVal::Int(self.pool.resize(addr, w)),
+                    _ => self.star_of(ty),
+                }
             }
+            (CastOp::IntToPtr, SymVal::Int(e)) => match self.pool.sort(e) {
+                Sort::Bv(w) if w <= 64 => {
+                    let a = self.pool.zext(e, 64);
+                    self.inputs.pointer_at(self.pool, a)
+                }
+                _ => SymVal::Unknown,
+            },
             // Addresses are not modelled: the integer value of a pointer is unknown.
             _ => self.star_of(ty),
         }
@@ -301,6 +367,12 @@ impl<'p> Executor<'p> {
 
     fn load(&mut self, st: &mut State, p: SymVal, ty: &Ty) -> SymVal {
         let SymVal::Ptr { obj, offset } = p else { return self.star_of(ty) };
+        if *ty == Ty::Ptr {
+            // Pointers are stored as their addresses (see `store`).
+            let mem = st.memory(self.pool, self.inputs, obj);
+            let raw = self.pool.load(mem, offset, 64);
+            return self.inputs.pointer_at(self.pool, raw);
+        }
         let Ty::Int(w) = ty else { return SymVal::Unknown };
         let bytes = w.div_ceil(8);
         if bytes > 8 {
@@ -324,10 +396,16 @@ impl<'p> Executor<'p> {
                         let e = if self.pool.sort(e) == Sort::Bool { self.pool.bool_to_bv(e, 8, false) } else { e };
                         Some(self.pool.resize(e, bytes * 8))
                     }
-                    SymVal::Null if bytes <= 8 => Some(self.pool.bv(bytes * 8, 0)),
+                    // A pointer is stored as its address; loading it back recovers the object.
+                    p @ (SymVal::Null | SymVal::Ptr { .. } | SymVal::Addr(_)) if bytes == 8 => {
+                        if let SymVal::Ptr { obj: stored, .. } = p {
+                            // The stored address may be used by code we do not follow.
+                            self.inputs.mark_escaped(stored);
+                        }
+                        self.inputs.address_of(self.pool, &p)
+                    }
                     other => {
                         if let SymVal::Ptr { obj: stored, .. } = other {
-                            // The stored address may be used by code we do not follow.
                             self.inputs.mark_escaped(stored);
                         }
                         None
@@ -341,7 +419,7 @@ impl<'p> Executor<'p> {
                 st.set_memory(obj, new);
             }
             // A store through an unknown pointer may write any object.
-            SymVal::Unknown => st.havoc_all(self.pool, self.inputs),
+            SymVal::Unknown | SymVal::Addr(_) => st.havoc_all(self.pool, self.inputs),
             // Storing through null crashes natively: no run continues past it.
             SymVal::Null | SymVal::Int(_) => {}
         }
@@ -380,6 +458,11 @@ impl<'p> Executor<'p> {
     }
 }
 
-fn st_never_null(inputs: &Inputs, obj: ObjectId) -> bool {
-    !matches!(inputs.object(obj).kind, ObjectKind::Heap)
+/// Whether an instruction allocates an object (`alloca`, `malloc`, `calloc`).
+fn allocates(kind: &InstKind) -> bool {
+    match kind {
+        InstKind::Alloca { .. } => true,
+        InstKind::Call { callee: crate::ir::Callee::Direct(n), .. } => matches!(n.as_str(), "malloc" | "calloc"),
+        _ => false,
+    }
 }

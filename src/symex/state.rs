@@ -1,6 +1,7 @@
 //! The symbolic state θ and the table of inputs and memory objects shared by all paths.
 
-use crate::expr::{ExprId, ExprPool, Sort, SymbolKind};
+use crate::expr::{BvOp, Expr, ExprId, ExprPool, Sort, SymbolKind};
+use crate::ir::IntPredicate;
 use crate::ir::{Global, GlobalId, ValueId};
 use std::collections::{BTreeSet, HashMap};
 
@@ -40,9 +41,19 @@ pub enum SymVal {
     /// A pointer into a known object at a 64-bit byte offset.
     Ptr { obj: ObjectId, offset: ExprId },
     Null,
+    /// A pointer whose object is not known, by its 64-bit address (loaded from memory the
+    /// analysis cannot tie to an object, converted from an integer, or chosen between objects).
+    /// Reads through it are ⋆ and writes through it may change any object; comparisons and
+    /// pointer arithmetic stay exact on the address.
+    Addr(ExprId),
     /// Anything else: pointers the analysis lost track of, floating point, aggregates.
     Unknown,
 }
+
+/// Lowest and highest (exclusive) address of an object that is not on the heap: x86-64 Linux
+/// maps nothing below the first page, and user space ends at 2^47.
+pub const LOWEST_ADDRESS: u64 = 4096;
+pub const ADDRESS_LIMIT: u64 = 1 << 47;
 
 /// The inputs of the analysed function and every memory object met, shared by all backbones so
 /// that their path conditions speak about the same symbols.
@@ -55,6 +66,10 @@ pub struct Inputs {
     /// bits are the call's result.
     pub nondet_stream: Option<ExprId>,
     escaped: BTreeSet<ObjectId>,
+    /// Facts every native run satisfies (ranges of object addresses): conjoined to the APC.
+    pub axioms: Vec<ExprId>,
+    /// Address symbol `&name` ↦ its object.
+    addresses: HashMap<ExprId, ObjectId>,
     param_objects: HashMap<String, ObjectId>,
     global_objects: HashMap<GlobalId, ObjectId>,
     site_objects: HashMap<ValueId, ObjectId>,
@@ -65,7 +80,18 @@ impl Inputs {
         &self.objects[id.0 as usize]
     }
 
+    /// `name`, made unique among the objects: symbols are named after objects (their contents at
+    /// a loop entry, their address), and two objects sharing a symbol would be one to the solver.
+    fn unique_name(&self, name: &str) -> String {
+        let taken = |n: &str| self.objects.iter().any(|o| o.name == n);
+        if !taken(name) {
+            return name.to_string();
+        }
+        (1..).map(|k| format!("{name}#{k}")).find(|n| !taken(n)).expect("some suffix is free")
+    }
+
     fn add_object(&mut self, name: String, kind: ObjectKind, size: Option<u64>, initial: ExprId, constant: bool) -> ObjectId {
+        debug_assert!(!self.objects.iter().any(|o| o.name == name), "object names are unique");
         let id = ObjectId(self.objects.len() as u32);
         self.objects.push(ObjectInfo { id, name, kind, size, initial, constant });
         id
@@ -94,8 +120,9 @@ impl Inputs {
         if let Some(&id) = self.param_objects.get(name) {
             return id;
         }
-        let initial = pool.symbol(name, Sort::MEMORY, SymbolKind::Input);
-        let id = self.add_object(name.to_string(), ObjectKind::ParamBuffer { param: name.to_string() }, None, initial, false);
+        let oname = self.unique_name(name);
+        let initial = pool.symbol(&oname, Sort::MEMORY, SymbolKind::Input);
+        let id = self.add_object(oname, ObjectKind::ParamBuffer { param: name.to_string() }, None, initial, false);
         self.param_objects.insert(name.to_string(), id);
         id
     }
@@ -105,7 +132,7 @@ impl Inputs {
         if let Some(&id) = self.global_objects.get(&g.id) {
             return id;
         }
-        let name = format!("@{}", g.name);
+        let name = self.unique_name(&format!("@{}", g.name));
         let initial = match &g.init {
             Some(bytes) if bytes.iter().all(|b| *b == Some(0)) => {
                 let zero = pool.bv(8, 0);
@@ -147,8 +174,9 @@ impl Inputs {
             return id;
         }
         // Uninitialised stack memory: an unconstrained symbol.
+        let name = self.unique_name(name);
         let initial = pool.symbol(&format!("{name}.uninit"), Sort::MEMORY, SymbolKind::Input);
-        let id = self.add_object(name.to_string(), ObjectKind::Stack, size, initial, false);
+        let id = self.add_object(name, ObjectKind::Stack, size, initial, false);
         self.site_objects.insert(site, id);
         id
     }
@@ -157,7 +185,7 @@ impl Inputs {
         if let Some(&id) = self.site_objects.get(&site) {
             return id;
         }
-        let name = &format!("{name}{}", self.objects.len());
+        let name = &self.unique_name(&format!("{name}{}", self.objects.len()));
         let initial = if zeroed {
             let zero = pool.bv(8, 0);
             pool.const_array(64, zero)
@@ -175,10 +203,76 @@ impl Inputs {
             .get_or_insert_with(|| pool.symbol("nondet", Sort::Array { index: 64, elem: 64 }, SymbolKind::Input))
     }
 
-    /// The (unknown) address of an object, as a 64-bit symbol `&name`.
+    /// The (unknown) address of an object, as a 64-bit symbol `&name`. The first use records
+    /// what every run satisfies: objects other than heap blocks (which may be null) lie in
+    /// [4096, 2^47) with room for their size.
     pub fn object_address(&mut self, pool: &mut ExprPool, obj: ObjectId) -> ExprId {
         let name = format!("&{}", self.object(obj).name);
-        pool.symbol(&name, Sort::Bv(64), SymbolKind::Input)
+        let a = pool.symbol(&name, Sort::Bv(64), SymbolKind::Input);
+        if self.addresses.insert(a, obj).is_none() {
+            let info = self.object(obj);
+            let end = info.size.unwrap_or(1).min(ADDRESS_LIMIT);
+            let limit = pool.bv(64, ADDRESS_LIMIT - end);
+            let mut facts = vec![pool.cmp(IntPredicate::Ule, a, limit)];
+            if info.kind != ObjectKind::Heap {
+                let low = pool.bv(64, LOWEST_ADDRESS);
+                facts.push(pool.cmp(IntPredicate::Uge, a, low));
+            }
+            self.axioms.extend(facts);
+        }
+        a
+    }
+
+    /// The object whose address symbol is `a`.
+    pub fn object_at_address(&self, a: ExprId) -> Option<ObjectId> {
+        self.addresses.get(&a).copied()
+    }
+
+    /// The address of a pointer value, when it has one: `&obj + offset`, 0 for null, the
+    /// address of an [`SymVal::Addr`]. Taking an object's address lets it escape: the number
+    /// may reach code the analysis does not follow.
+    pub fn address_of(&mut self, pool: &mut ExprPool, v: &SymVal) -> Option<ExprId> {
+        match v {
+            SymVal::Ptr { obj, offset } => {
+                let base = self.object_address(pool, *obj);
+                Some(pool.bin(BvOp::Add, base, *offset))
+            }
+            SymVal::Null => Some(pool.bv(64, 0)),
+            SymVal::Addr(a) => Some(*a),
+            SymVal::Int(e) if matches!(pool.sort(*e), Sort::Bv(64)) => Some(*e),
+            _ => None,
+        }
+    }
+
+    /// The pointer at 64-bit address `a`: `&obj + o` is a pointer into `obj` at offset o,
+    /// 0 is null, ⋆ is unknown, anything else an [`SymVal::Addr`].
+    pub fn pointer_at(&mut self, pool: &mut ExprPool, a: ExprId) -> SymVal {
+        if pool.is_star(a) {
+            return SymVal::Unknown;
+        }
+        if pool.as_const(a) == Some(0) {
+            return SymVal::Null;
+        }
+        // Flatten the sum and look for exactly one object address among its terms.
+        let mut terms = vec![];
+        let mut stack = vec![a];
+        while let Some(e) = stack.pop() {
+            match pool.get(e) {
+                Expr::Bin(BvOp::Add, x, y) => {
+                    stack.push(*y);
+                    stack.push(*x);
+                }
+                _ => terms.push(e),
+            }
+        }
+        let bases: Vec<usize> = (0..terms.len()).filter(|&k| self.addresses.contains_key(&terms[k])).collect();
+        if let [k] = bases.as_slice() {
+            let obj = self.addresses[&terms[*k]];
+            let zero = pool.bv(64, 0);
+            let offset = terms.iter().enumerate().filter(|(j, _)| j != k).fold(zero, |acc, (_, &t)| pool.bin(BvOp::Add, acc, t));
+            return SymVal::Ptr { obj, offset };
+        }
+        SymVal::Addr(a)
     }
 
     pub fn mark_escaped(&mut self, obj: ObjectId) {

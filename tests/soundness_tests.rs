@@ -1,0 +1,172 @@
+//! Soundness regressions: each class of wrong `unreachable` (or wrong `reachable`) found so far,
+//! as a reachable program that must never be called unreachable (and, where the witness search
+//! can find it, must be reachable with a replay) and an unreachable twin that must stay provable,
+//! so that a fix which merely gives up everywhere does not pass.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+const HEADER: &str = "#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\nextern void reach_error(void);\n";
+
+fn reach(name: &str, src: &str, function: &str) -> Value {
+    analyse(name, &format!("{HEADER}{src}"), &["--function", function, "--call", "reach_error", "--timeout", "30"])
+}
+
+/// `reachable`, backed by a native run that entered the target.
+fn assert_reachable(r: &Value) {
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["replayed"], true, "{r:#}");
+    assert_eq!(r["witness"]["reached"], true, "{r:#}");
+}
+
+fn assert_not_unreachable(r: &Value) {
+    assert_ne!(r["verdict"], "unreachable", "a natively reachable target was called unreachable: {r:#}");
+    if r["verdict"] == "reachable" {
+        assert_eq!(r["witness"]["reached"], true, "{r:#}");
+    }
+}
+
+fn assert_unreachable(r: &Value) {
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+}
+
+/// The scan loop of a JSON parser (issue 8): `end` walks a pointer loaded from a struct field.
+const SCAN: &str = "
+typedef struct { const unsigned char *content; size_t length; } pbuf;
+void h(const char *s, size_t len) {
+    pbuf b; b.content = (const unsigned char *)s; b.length = len;
+    const unsigned char *end = b.content;
+    while ((size_t)(end - b.content) < b.length && *end != '\"') end++;
+    if ((size_t)(end - b.content) >= b.length) return;
+    if (end != b.content) reach_error();
+}";
+
+#[test]
+fn pointer_walk_from_a_struct_field() {
+    let r = reach("scan", SCAN, "h");
+    assert_reachable(&r);
+    // The loop stops within the length: going past it is impossible.
+    let twin = SCAN
+        .replace("if ((size_t)(end - b.content) >= b.length) return;\n", "")
+        .replace("if (end != b.content)", "if ((size_t)(end - b.content) > b.length)");
+    assert_unreachable(&reach("scan_twin", &twin, "h"));
+}
+
+#[test]
+fn pointer_walks_from_a_global_with_strides() {
+    for (name, stride) in [("g1", "1"), ("g4", "4"), ("gv", "step")] {
+        let src = format!(
+            "const unsigned char *gp;
+void h(const char *s, int len, int step) {{
+    if (step < 1 || step > 4 || len < 0 || len > 64) return;
+    gp = (const unsigned char *)s + 1;
+    const unsigned char *p = gp;
+    while (p < (const unsigned char *)s + len && *p != 'x') p += {stride};
+    if (p < (const unsigned char *)s + len && p - (const unsigned char *)s > 5) reach_error();
+}}"
+        );
+        assert_reachable(&reach(name, &src, "h"));
+    }
+    // Starting at s + 1 and moving forwards, p is never s.
+    let twin = "const unsigned char *gp;
+void h(const char *s, int len) {
+    gp = (const unsigned char *)s + 1;
+    const unsigned char *p = gp;
+    while (p - (const unsigned char *)s < len && *p != 'x') p += 1;
+    if (p == (const unsigned char *)s) reach_error();
+}";
+    assert_unreachable(&reach("g_twin", twin, "h"));
+}
+
+#[test]
+fn printf_stores_through_its_pointer_arguments_only() {
+    // `%n` writes n; the analysis must not keep n = 0.
+    let r = reach("pf", "void f(int a) { int n = 0; printf(\"%d%n\\n\", a, &n); if (n == 3) reach_error(); }", "f");
+    assert_not_unreachable(&r);
+    // m is not an argument of printf: it keeps its value.
+    let twin = "void f(int a) { int n = 0, m = 0; int *pm = &m; printf(\"%d%n\\n\", a, &n); if (*pm == 3) reach_error(); }";
+    assert_unreachable(&reach("pf_twin", twin, "f"));
+}
+
+#[test]
+fn library_calls_writing_through_pointers_forget_what_they_write() {
+    for (name, src) in [
+        ("sscanf", "void f(const char *s) { int x = 0; sscanf(s, \"%d\", &x); if (x == 42) reach_error(); }"),
+        ("sprintf", "void f(int a) { char buf[16]; buf[0] = 0; sprintf(buf, \"%d\", a); if (buf[0] == '7') reach_error(); }"),
+        ("snprintf", "void f(int a) { char buf[16]; buf[1] = 0; snprintf(buf, sizeof buf, \"%d\", a); if (buf[1] == '3') reach_error(); }"),
+    ] {
+        assert_not_unreachable(&reach(name, src, "f"));
+    }
+    let twin = "void f(int a) { char buf[16]; char other[4]; other[0] = 1; sprintf(buf, \"%d\", a); if (other[0] == 7) reach_error(); }";
+    assert_unreachable(&reach("sprintf_twin", twin, "f"));
+}
+
+#[test]
+fn pointers_into_different_objects_may_be_equal_past_the_end() {
+    // One past the end of one array can be the start of the next: not provably different.
+    let r = reach("peq", "void f(int k) { int a[4]; int b[4]; a[0] = 1; b[0] = 2; int *p = b + k; int *q = a + k; if (p == a || q == b) reach_error(); }", "f");
+    assert_not_unreachable(&r);
+    // Strictly inside both objects they differ.
+    let twin = "void f(int k) { int a[4]; int b[4]; a[0] = 1; b[0] = 2; int *p = b + (k & 3); if (p == a) reach_error(); }";
+    assert_unreachable(&reach("peq_twin", twin, "f"));
+}
+
+#[test]
+fn shift_counts_are_masked_like_x86() {
+    assert_reachable(&reach("shl", "void f(unsigned n) { unsigned x = 1u << n; if (n == 33 && x == 2) reach_error(); }", "f"));
+    assert_unreachable(&reach("shl_twin", "void f(unsigned n) { unsigned x = 1u << n; if (n == 33 && x == 0) reach_error(); }", "f"));
+    // 64-bit operands mask to 6 bits.
+    assert_reachable(&reach("shl64", "void f(unsigned long n) { unsigned long x = 1ul >> n; if (n == 64 && x == 1) reach_error(); }", "f"));
+}
+
+#[test]
+fn unknown_tests_in_a_loop_condition_allow_early_exits() {
+    // getchar() is unknown to the analysis (EOF in the sandbox): the loop may stop before n.
+    let src = "void f(int n) { int i = 0; while (i < n && getchar() != -1) i++; if (i < n) reach_error(); }";
+    assert_reachable(&reach("early", src, "f"));
+    // Entering the loop needs 0 < n, whatever the unknown test says.
+    let twin = "void f(int n) { int i = 0; while (i < n && getchar() != -1) i++; if (n <= 0 && i != 0) reach_error(); }";
+    assert_unreachable(&reach("early_twin", twin, "f"));
+}
+
+#[test]
+fn unknown_values_are_never_equal_to_each_other() {
+    // After an unknown call the escaped struct is ⋆: `s.v > s.w` must not fold to false.
+    let src = "struct S { int v, w; }; struct S *gs;
+void f(int a, int b) { struct S s; s.v = a; s.w = b; gs = &s; srand(1); if (s.v > s.w) reach_error(); }";
+    assert_not_unreachable(&reach("stars", src, "f"));
+    let twin = "struct S { int v, w; }; struct S *gs;
+void f(int a, int b) { struct S s; s.v = a; s.w = b; gs = &s; if (s.v > s.w && a <= b) reach_error(); }";
+    assert_unreachable(&reach("stars_twin", twin, "f"));
+}
+
+/// `bump` is recursive, so it stays an unknown call that runs for real; it increments `*gp`.
+const BUMP: &str = "int *gp;
+void bump(int d) { if (d > 0) { bump(d - 1); return; } if (gp) *gp += 1; }\n";
+
+#[test]
+fn an_unknown_call_in_a_loop_reaches_objects_that_escape_later_in_the_body() {
+    let src = format!("{BUMP}void f(int n) {{ int x = 0; for (int i = 0; i < n; i++) {{ bump(0); gp = &x; }} if (x >= 1) reach_error(); }}");
+    assert_reachable(&reach("esc", &src, "f"));
+    // The call before the loop, when x has not escaped yet, cannot change it.
+    let twin = format!("{BUMP}void f(int n) {{ int x = 0; bump(0); for (int i = 0; i < n; i++) {{ gp = &x; }} if (x >= 1) reach_error(); }}");
+    assert_unreachable(&reach("esc_twin", &twin, "f"));
+}
+
+#[test]
+fn a_call_target_after_a_call_that_never_returns_is_not_reached() {
+    // The marker sits right before the call: a run that exits in die() never reports a hit.
+    let src = "void die(void) { exit(1); } void f(int a) { if (a > 5) { die(); reach_error(); } }";
+    let r = reach("die", src, "f");
+    assert_ne!(r["verdict"], "reachable", "{r:#}");
+    assert_reachable(&reach("die_twin", "void die(void) { exit(1); } void f(int a) { if (a > 5) { reach_error(); die(); } }", "f"));
+}
+
+#[test]
+fn a_line_target_after_an_unknown_call_in_the_same_block_replays_only_when_the_call_returns() {
+    // srand() is external and returns: the block is split at the marker and still reachable.
+    let p = c_program("line", &format!("{HEADER}int g; int f(int a) {{\n  int r = 0;\n  if (a > 5) {{\n    srand(a);\n    g = 17;\n  }}\n  return r;\n}}\n"));
+    let r = json_report(&p.path, &["--function", "f", "--line", "line.c:9", "--timeout", "30"]);
+    assert_reachable(&r);
+}

@@ -79,6 +79,8 @@ pub struct ApcBuilder<'a> {
     pub(crate) first_summary: Vec<(LoopId, Rc<LoopSummary>)>,
     pub(crate) next_counter: u32,
     pub(crate) next_aux: u32,
+    /// Loop-summary coverage violations met (see `summary`): always empty unless a bug.
+    pub(crate) coverage_gaps: Vec<String>,
 }
 
 impl<'a> ApcBuilder<'a> {
@@ -92,6 +94,7 @@ impl<'a> ApcBuilder<'a> {
             first_summary: vec![],
             next_counter: 0,
             next_aux: 0,
+            coverage_gaps: vec![],
         }
     }
 
@@ -137,7 +140,14 @@ impl<'a> ApcBuilder<'a> {
     }
 
     /// Builds the APC: the disjunction of apc_π over all backbones of the function.
-    pub fn build(mut self) -> (Apc, ExprPool) {
+    pub fn build(self) -> (Apc, ExprPool) {
+        let (apc, pool, _) = self.build_checked();
+        (apc, pool)
+    }
+
+    /// [`ApcBuilder::build`], also returning the loop-summary coverage violations met (a value
+    /// the loop changes that neither a rule nor ⋆ covers); tests assert there are none.
+    pub fn build_checked(mut self) -> (Apc, ExprPool, Vec<String>) {
         let mut backbones = vec![];
         let structure = self.structure;
         for (i, bb) in structure.backbones.iter().enumerate() {
@@ -162,7 +172,7 @@ impl<'a> ApcBuilder<'a> {
             .collect();
         let formula = self.pool.and(axioms.into_iter().chain([any]));
         let apc = Apc { formula, backbones, inputs: self.inputs, complete: !structure.truncated, summaries: self.first_summary };
-        (apc, self.pool)
+        (apc, self.pool, self.coverage_gaps)
     }
 }
 

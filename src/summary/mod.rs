@@ -378,7 +378,8 @@ impl ApcBuilder<'_> {
                 key_ptrs.push((*v, PtrBinding::of(st.values.get(v))));
             }
         }
-        let key: SummaryKey = (loop_id, key_ptrs.clone(), self.inputs.objects.len(), self.inputs.escaped().count());
+        let objects_at_entry = self.inputs.objects.len();
+        let key: SummaryKey = (loop_id, key_ptrs.clone(), objects_at_entry, self.inputs.escaped().count());
         let summary = match self.summaries.get(&key) {
             Some(s) => s.clone(),
             None => {
@@ -474,9 +475,49 @@ impl ApcBuilder<'_> {
             let s = self.pool.star(Sort::MEMORY);
             st.set_memory(o, s);
         }
+        let gaps = self.coverage_gaps(loop_id, &summary, st, objects_at_entry);
+        debug_assert!(gaps.is_empty(), "loop summary leaves values at stale contents: {gaps:?}");
+        self.coverage_gaps.extend(gaps);
         let mut fresh = summary.counters.clone();
         fresh.extend(&summary.aux);
         (tests, fresh)
+    }
+
+    /// What a summary application left uncovered: a value defined in the loop that is neither a
+    /// loop variable nor ⋆, an object without a memory variable, no stream variable. Each would
+    /// keep a pre-loop value after the loop, i.e. a guess. Empty by construction; checked in
+    /// debug builds and by a test over the benchmark and test programs.
+    fn coverage_gaps(&self, loop_id: LoopId, summary: &LoopSummary, st: &State, objects_at_entry: usize) -> Vec<String> {
+        let f = &self.program.function;
+        let mut gaps = vec![];
+        let summarised = |x: ValueId| {
+            summary.vars.iter().any(|v| v.carried && matches!(v.var, Var::Value(y) | Var::PtrOffset(y) | Var::PtrAddr(y) if y == x))
+        };
+        for &b in &self.structure.get(loop_id).blocks {
+            for inst in &f.block(b).insts {
+                let Some(r) = inst.result else { continue };
+                if summarised(r) {
+                    continue;
+                }
+                let unknown = match st.values.get(&r) {
+                    Some(SymVal::Int(e)) => self.pool.is_star(*e),
+                    Some(SymVal::Unknown) | None => true,
+                    _ => false,
+                };
+                if !unknown {
+                    gaps.push(format!("loop {}: value {} keeps a value", loop_id.0, f.value_name(r)));
+                }
+            }
+        }
+        for o in 0..objects_at_entry {
+            if !summary.vars.iter().any(|v| v.var == Var::Mem(ObjectId(o as u32))) {
+                gaps.push(format!("loop {}: object {} has no memory variable", loop_id.0, self.inputs.objects[o].name));
+            }
+        }
+        if !summary.vars.iter().any(|v| v.var == Var::Nondet) {
+            gaps.push(format!("loop {}: no nondet stream variable", loop_id.0));
+        }
+        gaps
     }
 
     /// processLoop: θ^κ and φ^κ of the loop, over symbols for the values at its entry.

@@ -170,3 +170,34 @@ fn a_line_target_after_an_unknown_call_in_the_same_block_replays_only_when_the_c
     let r = json_report(&p.path, &["--function", "f", "--line", "line.c:9", "--timeout", "30"]);
     assert_reachable(&r);
 }
+
+#[test]
+fn pointer_walks_from_a_parameters_pointee() {
+    // The pointer field of a struct parameter points to a buffer the witness builds.
+    let src = "typedef struct { const unsigned char *content; size_t length; size_t offset; } parse_buffer;
+void h(parse_buffer *b) {
+    const unsigned char *end = b->content + b->offset;
+    if (b->length > 64) return;
+    while ((size_t)(end - b->content) < b->length && *end != '\"') end++;
+    if ((size_t)(end - b->content) >= b->length) return;
+    if (end != b->content + b->offset) reach_error();
+}";
+    let r = reach("pb", src, "h");
+    assert_reachable(&r);
+    let b = &r["witness"]["inputs"][0];
+    assert_eq!(b["pointees"][0]["offset"], 0, "the content field gets a buffer: {b:#}");
+    // `char **` parameters, advanced by 4.
+    let src = "void h(const char **sp, int len) {
+    const char *s = *sp; const char *p = s;
+    while (p - s < len && *p != ';') p += 4;
+    if (p - s < len && p != s) reach_error();
+}";
+    assert_reachable(&reach("pp4", src, "h"));
+    // Twin: the walk never moves backwards.
+    let twin = "void h(const char **sp, int len) {
+    const char *s = *sp; const char *p = s;
+    while (p - s < len && *p != ';') p += 4;
+    if (p < s) reach_error();
+}";
+    assert_unreachable(&reach("pp4_twin", twin, "h"));
+}

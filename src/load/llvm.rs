@@ -265,7 +265,10 @@ pub fn insert_marker_call(m: LLVMModuleRef, marker: &str, block: Block, before: 
             f = LLVMAddFunction(m, cname.as_ptr(), fnty);
         }
         let builder = LLVMCreateBuilderInContext(ctx);
-        let first = get_first_non_phi(block);
+        let first = match before {
+            Some(i) if LLVMGetInstructionOpcode(i) != llvm_sys::LLVMOpcode::LLVMPHI => i,
+            _ => get_first_non_phi(block),
+        };
         if first.is_null() {
             LLVMPositionBuilderAtEnd(builder, block);
         } else {

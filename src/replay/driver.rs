@@ -8,7 +8,7 @@
 use crate::ir::{Function, ParamExt, Ty};
 use crate::load::TARGET_MARKER;
 use crate::symex::nondet_c_type;
-use crate::witness::{ParamInput, Witness};
+use crate::witness::{ParamInput, Pointee, Witness};
 use std::fmt::Write;
 
 /// Exit status of a run that ended without reaching the target.
@@ -56,15 +56,23 @@ fn c_bytes(bytes: &[u8]) -> String {
     s
 }
 
+/// Declares a static buffer with `bytes`, then stores the address of each pointee buffer
+/// into its slot; returns the buffer's name.
+fn buffer_c(bytes: &[u8], pointees: &[Pointee], buf_index: &mut usize, decls: &mut String) -> String {
+    let k = *buf_index;
+    *buf_index += 1;
+    let _ = writeln!(decls, "  static unsigned char apc_buf{k}[{}] = {{\n    {}\n  }};", bytes.len().max(1), c_bytes(bytes));
+    for p in pointees {
+        let child = buffer_c(&p.bytes, &p.pointees, buf_index, decls);
+        let _ = writeln!(decls, "  *(void **)(apc_buf{k} + {}) = {child};", p.offset);
+    }
+    format!("apc_buf{k}")
+}
+
 /// The C type a parameter is passed as, and the value expression for it.
 fn param_c(p: &crate::ir::Param, input: Option<&ParamInput>, buf_index: &mut usize, decls: &mut String) -> (String, String) {
     match (&p.ty, input) {
-        (Ty::Ptr, Some(ParamInput::Buffer { bytes, .. })) => {
-            let k = *buf_index;
-            *buf_index += 1;
-            let _ = writeln!(decls, "  static unsigned char apc_buf{k}[{}] = {{\n    {}\n  }};", bytes.len().max(1), c_bytes(bytes));
-            ("void *".into(), format!("apc_buf{k}"))
-        }
+        (Ty::Ptr, Some(ParamInput::Buffer { bytes, pointees, .. })) => ("void *".into(), buffer_c(bytes, pointees, buf_index, decls)),
         (Ty::Ptr, _) => ("void *".into(), "(void *)0".into()),
         (Ty::Int(w), Some(ParamInput::Int { value, .. })) => {
             if *w < 32 {

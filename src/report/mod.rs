@@ -169,10 +169,9 @@ impl Report {
                     crate::witness::ParamInput::Int { name, width, value } => {
                         let _ = writeln!(out, "  {name} = {} (i{width})", crate::expr::to_signed(*width, *value));
                     }
-                    crate::witness::ParamInput::Buffer { name, bytes } => {
-                        let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1);
-                        let shown: Vec<String> = bytes[..end].iter().map(|b| b.to_string()).collect();
-                        let _ = writeln!(out, "  {name} = [{}] ({} bytes)", shown.join(", "), bytes.len());
+                    crate::witness::ParamInput::Buffer { name, bytes, pointees } => {
+                        let _ = writeln!(out, "  {name} = {}", show_bytes(bytes));
+                        show_pointees(&mut out, name, pointees);
                     }
                     crate::witness::ParamInput::Zero { name, c_type } => {
                         let _ = writeln!(out, "  {name} = 0 ({c_type})");
@@ -196,5 +195,21 @@ impl Report {
             let _ = writeln!(out, "timings: {}", t.join(", "));
         }
         out
+    }
+}
+
+/// `[b0, b1, …] (N bytes)`, trailing zeros omitted.
+fn show_bytes(bytes: &[u8]) -> String {
+    let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1);
+    let shown: Vec<String> = bytes[..end].iter().map(|b| b.to_string()).collect();
+    format!("[{}] ({} bytes)", shown.join(", "), bytes.len())
+}
+
+/// `*(name + o) = [...]` for every pointer slot of a buffer, recursively.
+fn show_pointees(out: &mut String, name: &str, pointees: &[crate::witness::Pointee]) {
+    for p in pointees {
+        let inner = format!("*({name} + {})", p.offset);
+        let _ = writeln!(out, "  {inner} = {}", show_bytes(&p.bytes));
+        show_pointees(out, &inner, &p.pointees);
     }
 }

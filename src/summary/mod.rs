@@ -574,6 +574,7 @@ impl ApcBuilder<'_> {
         // object escape: an unknown call in a later iteration can write it, even one placed
         // before the store that lets it escape.
         let mut results = vec![];
+        self.inputs.iteration_depth += 1;
         loop {
             let escaped_before = self.inputs.escaped().count();
             results = l.backbones.iter().map(|bb| self.execute_path(&bb.nodes, &bb.entries, st.clone(), true)).collect();
@@ -581,6 +582,7 @@ impl ApcBuilder<'_> {
                 break;
             }
         }
+        self.inputs.iteration_depth -= 1;
         let mut thetas: Vec<Vec<Option<ExprId>>> = vec![];
         let mut iteration_tests: Vec<(Vec<ExprId>, Vec<ExprId>)> = vec![];
         let mut complete_tests = true;
@@ -732,6 +734,11 @@ fn closed_form(pool: &mut crate::expr::ExprPool, tests: &[ExprId], step: &Substi
     if matches!(pool.get(c), Expr::Forall(..) | Expr::Exists(..)) {
         return None;
     }
+    // A test of memory cells or stream values that move with the iteration (`A[i] != 0`) makes
+    // the count depend on data: no candidate can pass, and each check would cost solver time.
+    if tests.iter().any(|&t| moving_reads(pool, t, step)) {
+        return None;
+    }
     let mut candidates = vec![];
     for &t in tests {
         if let Expr::Cmp(_, a, b) = pool.get(t).clone() {
@@ -764,6 +771,28 @@ fn closed_form(pool: &mut crate::expr::ExprPool, tests: &[ExprId], step: &Substi
         }
     }
     None
+}
+
+/// Whether `e` reads an array (memory or the nondet stream) at a place or in a state that one
+/// iteration (`step`) changes.
+fn moving_reads(pool: &mut crate::expr::ExprPool, e: ExprId, step: &Substitution) -> bool {
+    use crate::expr::Expr;
+    let mut stack = vec![e];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) {
+            continue;
+        }
+        match pool.get(x).clone() {
+            Expr::Load { .. } | Expr::Select(..) => {
+                if step.apply(pool, x) != x {
+                    return true;
+                }
+            }
+            node => stack.extend(crate::expr::children_of(&node)),
+        }
+    }
+    false
 }
 
 /// Whether `f` holds in every state (its negation is unsat within a short time).

@@ -18,7 +18,16 @@ pub enum ObjectKind {
     Stack,
     /// `malloc`/`calloc`: may also be null natively, so comparisons with null stay unknown.
     Heap,
+    /// A buffer the input's pointer at byte `offset` of input buffer `parent` points to (a
+    /// pointer field of a struct parameter, `*argv`-like arrays): like a parameter's buffer, a
+    /// fresh buffer whose bytes are inputs; the witness writes its address into the parent.
+    Pointee { parent: ObjectId, offset: u64 },
 }
+
+/// Deepest chain of pointees (`**p`) a witness builds.
+const MAX_POINTEE_DEPTH: usize = 3;
+/// Largest byte offset of a pointer slot in an input buffer that gets a pointee.
+const MAX_POINTEE_SLOT: u64 = 1 << 12;
 
 #[derive(Clone, Debug)]
 pub struct ObjectInfo {
@@ -70,6 +79,11 @@ pub struct Inputs {
     pub axioms: Vec<ExprId>,
     /// Address symbol `&name` ↦ its object.
     addresses: HashMap<ExprId, ObjectId>,
+    /// (input buffer, byte offset) ↦ the buffer the pointer stored there points to.
+    pointees: HashMap<(ObjectId, u64), ObjectId>,
+    /// Nesting of loop iterations being executed: there, memory symbols stand for contents at a
+    /// loop's entry, not for inputs, so a load from them is no input pointer slot.
+    pub(crate) iteration_depth: u32,
     param_objects: HashMap<String, ObjectId>,
     global_objects: HashMap<GlobalId, ObjectId>,
     site_objects: HashMap<ValueId, ObjectId>,
@@ -244,11 +258,64 @@ impl Inputs {
         }
     }
 
+    /// The input buffers pointed to from `parent`'s pointer slots, by slot offset.
+    pub fn pointees_of(&self, parent: ObjectId) -> Vec<(u64, ObjectId)> {
+        let mut v: Vec<(u64, ObjectId)> = self.pointees.iter().filter(|((p, _), _)| *p == parent).map(|((_, o), c)| (*o, *c)).collect();
+        v.sort();
+        v
+    }
+
+    fn is_input_buffer(&self, obj: ObjectId) -> bool {
+        matches!(self.object(obj).kind, ObjectKind::ParamBuffer { .. } | ObjectKind::Pointee { .. })
+    }
+
+    fn pointee_depth(&self, mut obj: ObjectId) -> usize {
+        let mut d = 0;
+        while let ObjectKind::Pointee { parent, .. } = self.object(obj).kind {
+            obj = parent;
+            d += 1;
+        }
+        d
+    }
+
+    /// A pointer read from an input buffer's initial contents at a constant offset: the input
+    /// is built with a fresh buffer there (as a pointer parameter gets one), so the 8 bytes are
+    /// that buffer's address, an axiom of every run the witness can drive.
+    fn input_pointer_slot(&mut self, pool: &mut ExprPool, a: ExprId) -> Option<SymVal> {
+        if self.iteration_depth > 0 {
+            return None;
+        }
+        let Expr::Load { array, offset, width: 64 } = pool.get(a).clone() else { return None };
+        let slot = pool.as_const(offset).filter(|&o| o <= MAX_POINTEE_SLOT)?;
+        let parent = self.objects.iter().find(|o| o.initial == array && self.is_input_buffer(o.id))?.id;
+        if self.pointee_depth(parent) >= MAX_POINTEE_DEPTH {
+            return None;
+        }
+        let child = match self.pointees.get(&(parent, slot)) {
+            Some(&c) => c,
+            None => {
+                let name = self.unique_name(&format!("{}@{slot}", self.object(parent).name));
+                let initial = pool.symbol(&name, Sort::MEMORY, SymbolKind::Input);
+                let c = self.add_object(name, ObjectKind::Pointee { parent, offset: slot }, None, initial, false);
+                self.pointees.insert((parent, slot), c);
+                let addr = self.object_address(pool, c);
+                let fact = pool.eq(a, addr);
+                self.axioms.push(fact);
+                c
+            }
+        };
+        Some(SymVal::Ptr { obj: child, offset: pool.bv(64, 0) })
+    }
+
     /// The pointer at 64-bit address `a`: `&obj + o` is a pointer into `obj` at offset o,
-    /// 0 is null, ⋆ is unknown, anything else an [`SymVal::Addr`].
+    /// 0 is null, ⋆ is unknown, a pointer slot of an input buffer points to its pointee,
+    /// anything else is an [`SymVal::Addr`].
     pub fn pointer_at(&mut self, pool: &mut ExprPool, a: ExprId) -> SymVal {
         if pool.is_star(a) {
             return SymVal::Unknown;
+        }
+        if let Some(p) = self.input_pointer_slot(pool, a) {
+            return p;
         }
         if pool.as_const(a) == Some(0) {
             return SymVal::Null;

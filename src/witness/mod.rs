@@ -20,10 +20,25 @@ const MAX_INPUT_LEN: u64 = 1 << 16;
 pub enum ParamInput {
     /// An integer parameter: `value` holds its bits, zero-extended.
     Int { name: String, width: u32, value: u64 },
-    /// A pointer parameter: a fresh buffer with these bytes.
-    Buffer { name: String, bytes: Vec<u8> },
+    /// A pointer parameter: a fresh buffer with these bytes, and the buffers its pointer slots
+    /// point to.
+    Buffer {
+        name: String,
+        bytes: Vec<u8>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pointees: Vec<Pointee>,
+    },
     /// A parameter of a type the tool cannot build (floating point, ...): zero.
     Zero { name: String, c_type: String },
+}
+
+/// A buffer whose address is stored at byte `offset` of the enclosing buffer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Pointee {
+    pub offset: u64,
+    pub bytes: Vec<u8>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pointees: Vec<Pointee>,
 }
 
 impl ParamInput {
@@ -70,6 +85,33 @@ fn loads_in(pool: &ExprPool, root: ExprId) -> Vec<(ExprId, ExprId, u32)> {
     out
 }
 
+/// The bytes of input buffer `obj` (sized from the loads of the solved formula, with slack,
+/// and covering its pointer slots) and the buffers its slots point to.
+fn buffer_contents(apc: &Apc, obj: crate::symex::ObjectId, loads: &[(ExprId, ExprId, u32)], m: &mut ModelView) -> (Vec<u8>, Vec<Pointee>) {
+    let info = apc.inputs.object(obj);
+    let slots = apc.inputs.pointees_of(obj);
+    let mut needed = slots.iter().map(|(o, _)| o + 8).max().unwrap_or(0);
+    for (root, off, n) in loads {
+        if *root == info.initial {
+            if let Some(o) = m.eval(*off) {
+                if o < MAX_INPUT_LEN {
+                    needed = needed.max(o + *n as u64);
+                }
+            }
+        }
+    }
+    let mut bytes: Vec<u8> = (0..needed).map(|k| m.eval_element(info.initial, k).unwrap_or(0) as u8).collect();
+    bytes.extend(std::iter::repeat_n(0, BUFFER_SLACK));
+    let pointees = slots
+        .into_iter()
+        .map(|(offset, child)| {
+            let (bytes, pointees) = buffer_contents(apc, child, loads, m);
+            Pointee { offset, bytes, pointees }
+        })
+        .collect();
+    (bytes, pointees)
+}
+
 /// Builds the witness from a model of `solved` (the APC or its unfolding, with any extra
 /// constraints): buffer sizes come from the loads in the formula that was actually solved.
 pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, solved: ExprId, m: &mut ModelView) -> Witness {
@@ -82,23 +124,11 @@ pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, solved: ExprId,
                 params.push(ParamInput::Int { name: p.name.clone(), width: *w, value });
             }
             Ty::Ptr => {
-                let obj = apc.inputs.param_buffer_object(&p.name);
-                let mut bytes = vec![];
-                if let Some(obj) = obj {
-                    let mut needed = 0u64;
-                    for (root, off, n) in &loads {
-                        if *root == obj.initial {
-                            if let Some(o) = m.eval(*off) {
-                                if o < MAX_INPUT_LEN {
-                                    needed = needed.max(o + *n as u64);
-                                }
-                            }
-                        }
-                    }
-                    bytes = (0..needed).map(|k| m.eval_element(obj.initial, k).unwrap_or(0) as u8).collect();
-                }
-                bytes.extend(std::iter::repeat_n(0, BUFFER_SLACK));
-                params.push(ParamInput::Buffer { name: p.name.clone(), bytes });
+                let (bytes, pointees) = match apc.inputs.param_buffer_object(&p.name) {
+                    Some(obj) => buffer_contents(apc, obj.id, &loads, m),
+                    None => (vec![0; BUFFER_SLACK], vec![]),
+                };
+                params.push(ParamInput::Buffer { name: p.name.clone(), bytes, pointees });
             }
             other => params.push(ParamInput::Zero { name: p.name.clone(), c_type: other.to_string() }),
         }

@@ -201,3 +201,15 @@ void h(parse_buffer *b) {
 }";
     assert_unreachable(&reach("pp4_twin", twin, "h"));
 }
+
+#[test]
+fn an_unknown_call_on_a_struct_reaches_the_buffers_its_pointer_fields_point_to() {
+    // `touch` (recursive, so a real unknown call) writes through the content pointer of b.
+    let src = "typedef struct { char *content; long length; } buf;
+void touch(buf *b, int d) { if (d > 0) { touch(b, d - 1); return; } b->content[0] = 'x'; }
+void h(buf *b) { char *c = b->content; c[0] = 'a'; touch(b, 0); if (c[0] == 'x') reach_error(); }";
+    assert_not_unreachable(&reach("touch", src, "h"));
+    let twin = "typedef struct { char *content; long length; } buf;
+void h(buf *b) { char *c = b->content; c[0] = 'a'; if (c[0] == 'x') reach_error(); }";
+    assert_unreachable(&reach("touch_twin", twin, "h"));
+}

@@ -298,6 +298,9 @@ impl Inputs {
                 let initial = pool.symbol(&name, Sort::MEMORY, SymbolKind::Input);
                 let c = self.add_object(name, ObjectKind::Pointee { parent, offset: slot }, None, initial, false);
                 self.pointees.insert((parent, slot), c);
+                if self.escaped.contains(&parent) {
+                    self.escaped.insert(c);
+                }
                 let addr = self.object_address(pool, c);
                 let fact = pool.eq(a, addr);
                 self.axioms.push(fact);
@@ -342,8 +345,15 @@ impl Inputs {
         SymVal::Addr(a)
     }
 
+    /// Lets `obj` escape, and with it the pointee buffers its pointer slots point to (code that
+    /// can read the slots can write through them).
     pub fn mark_escaped(&mut self, obj: ObjectId) {
-        self.escaped.insert(obj);
+        let mut todo = vec![obj];
+        while let Some(o) = todo.pop() {
+            if self.escaped.insert(o) {
+                todo.extend(self.pointees_of(o).into_iter().map(|(_, c)| c));
+            }
+        }
     }
 
     pub fn escaped(&self) -> impl Iterator<Item = ObjectId> + '_ {

@@ -213,3 +213,12 @@ void h(buf *b) { char *c = b->content; c[0] = 'a'; touch(b, 0); if (c[0] == 'x')
 void h(buf *b) { char *c = b->content; c[0] = 'a'; if (c[0] == 'x') reach_error(); }";
     assert_unreachable(&reach("touch_twin", twin, "h"));
 }
+
+#[test]
+fn division_by_a_constant_zero_is_unknown_not_the_smt_quotient() {
+    // The compiler may fold `x / 0` to any value instead of trapping: never a proof from it.
+    let r = reach("div0", "void f(int x) { int y = x / 0; if (y == 5) reach_error(); }", "f");
+    assert_ne!(r["verdict"], "unreachable", "{r:#}");
+    let twin = "void f(int x, int d) { if (d == 0) return; int y = x / d; if (d == 1 && y != x) reach_error(); }";
+    assert_unreachable(&reach("div_twin", twin, "f"));
+}

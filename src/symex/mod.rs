@@ -254,6 +254,11 @@ impl<'p> Executor<'p> {
         if matches!(op, B::Shl | B::LShr | B::AShr) && *ty != Ty::Int(1) {
             return self.shift(op, a, b);
         }
+        // Division by a constant zero is folded by the compiler to an arbitrary value (it does
+        // not trap as a division by a zero register does): ⋆, not the SMT quotient.
+        if matches!(op, B::UDiv | B::SDiv | B::URem | B::SRem) && self.pool.as_const(b) == Some(0) {
+            return self.pool.star(self.pool.sort(a));
+        }
         if *ty == Ty::Int(1) {
             // i1 arithmetic on Booleans.
             return match op {

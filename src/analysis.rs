@@ -183,8 +183,8 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
                         }
                     }
                 }
-                // Block this model (on the inputs it fixes) and widen the unfolding; copying the
-                // pool (a losing solver thread may still hold it) is only worth it with time left.
+                // Block this model (on the inputs it fixes) and widen the unfolding, only with
+                // time left. (`race` joined its workers, so `make_mut` does not copy the pool.)
                 if config.timeout.saturating_sub(t0.elapsed()) < Duration::from_millis(500) {
                     report.reason.push_str(&format!("; the time budget ran out after {models} model(s)"));
                     return Ok(());

@@ -1,6 +1,8 @@
 //! Solving: translation of expressions to Z3, satisfiability under a timeout, and model
 //! evaluation. Z3's context is per thread (z3 0.22), so everything that touches Z3 (including
-//! reading the model) happens inside [`check`], which returns plain data.
+//! reading the model) happens inside [`check`], which returns plain data. [`race`] runs queries
+//! on worker threads, each in its own thread-local context, and joins every worker before it
+//! returns (ARCHITECTURE.md, "Threads and FFI ownership").
 
 use crate::expr::{BvOp, Expr, ExprId, ExprPool, Sort};
 use crate::ir::IntPredicate;
@@ -66,8 +68,28 @@ impl ModelView<'_> {
 }
 
 /// Checks `formula` for satisfiability within `timeout`; on sat, runs `extract` on the model.
+///
+/// Every Z3 object of the query (solver, terms, model) belongs to the calling thread's
+/// thread-local context and is dropped before this returns; only `T` leaves, so `T` must not
+/// hold Z3 objects.
 pub fn check<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, extract: impl FnOnce(&mut ModelView) -> T) -> Answer<T> {
+    check_until(pool, formula, timeout, &|| false, extract)
+}
+
+/// [`check`] that gives up (answers unknown) as soon as `stopped()` holds between its steps:
+/// translation and model reading do not notice `Z3_interrupt`, so a racing worker asks.
+fn check_until<T>(
+    pool: &ExprPool,
+    formula: ExprId,
+    timeout: Duration,
+    stopped: &dyn Fn() -> bool,
+    extract: impl FnOnce(&mut ModelView) -> T,
+) -> Answer<T> {
     let start = Instant::now();
+    let interrupted = |start: Instant| Answer { outcome: Outcome::Unknown("interrupted".into()), seconds: start.elapsed().as_secs_f64() };
+    if stopped() {
+        return interrupted(start);
+    }
     let solver = z3::Solver::new();
     let mut params = z3::Params::new();
     params.set_u32("timeout", timeout.as_millis().clamp(1, u32::MAX as u128) as u32);
@@ -75,8 +97,12 @@ pub fn check<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, extract: im
     let mut tr = Translator::new(pool);
     let f = tr.translate(formula).as_bool().expect("the APC is a formula");
     solver.assert(&f);
+    if stopped() {
+        return interrupted(start);
+    }
     let outcome = match solver.check() {
         // An interrupted solver can say sat and then have no model: that is no answer.
+        z3::SatResult::Sat if stopped() => Outcome::Unknown("interrupted".into()),
         z3::SatResult::Sat => match solver.get_model() {
             Some(model) => {
                 let mut view = ModelView { model, tr };
@@ -92,11 +118,74 @@ pub fn check<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, extract: im
     Answer { outcome, seconds: start.elapsed().as_secs_f64() }
 }
 
-/// A Z3 context pointer that another thread may interrupt while its owner is alive.
-struct Interruptible(Option<z3_sys::Z3_context>);
-// SAFETY: the pointer is only used (Z3_interrupt, which is thread-safe) under the mutex while
-// the owning thread has not yet left `race`'s worker, which clears it under the same mutex.
-unsafe impl Send for Interruptible {}
+/// The Z3 context of one racing worker, as seen by the thread that interrupts it.
+///
+/// Life cycle, all under the slot's mutex: `Pending` → `Running(ctx)` (the worker's thread-local
+/// context exists and will live until the worker clears the slot) → `Done`. Once the race is
+/// decided the slot is `stop`ped: a `Pending` worker then never starts its query, and a
+/// `Running` one is interrupted (again and again, until it reports `Done`).
+enum WorkerState {
+    Pending,
+    Running(z3_sys::Z3_context),
+    Done,
+}
+
+struct Slot {
+    state: WorkerState,
+    stop: bool,
+}
+
+// SAFETY: the raw context pointer is only used for `Z3_interrupt` (documented thread-safe),
+// and only under the slot's mutex while the state is `Running`: the worker sets `Running` after
+// its thread-local context exists and switches to `Done` (under the same mutex) before that
+// context can be deleted (it is deleted by the thread-local destructor, after the worker's
+// closure returned). So the pointer is never used after `Z3_del_context`.
+unsafe impl Send for Slot {}
+
+type SharedSlot = std::sync::Arc<std::sync::Mutex<Slot>>;
+
+/// Interrupts every worker still running (and stops those not yet started).
+fn stop_all(slots: &[SharedSlot]) {
+    for s in slots {
+        let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
+        g.stop = true;
+        if let WorkerState::Running(ctx) = g.state {
+            unsafe { z3_sys::Z3_interrupt(ctx) };
+        }
+    }
+}
+
+/// The racing worker threads: on drop (normal return *or* unwinding) every worker is stopped
+/// and joined, so no Z3 call of a race outlives [`race`].
+///
+/// Why this matters (issue 8, `free(): corrupted unsorted chunks` / SIGSEGV after the report was
+/// printed): the losers used to be left running detached. When `main` returned, `exit()` ran
+/// libz3's static destructors (its global memory manager, symbol table, rational managers) and
+/// the thread-local-destructor of the main thread's context while a loser was still inside Z3
+/// (solving, unwinding from the interrupt, or deleting its context in its own TLS destructor):
+/// a use-after-free of Z3's global state that corrupts the heap. `JoinHandle::join` is
+/// `pthread_join`, which returns only after the thread's TLS destructors (the `Z3_del_context` of
+/// its thread-local context) have run.
+struct Workers {
+    slots: Vec<SharedSlot>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        // A worker notices an interrupt only inside Z3; in between (translation, model reading)
+        // it checks `stop` itself. Interrupt repeatedly until each has left Z3 for good.
+        while self.handles.iter().any(|h| !h.is_finished()) {
+            stop_all(&self.slots);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for h in self.handles.drain(..) {
+            // A panicking worker has already reported through the panic hook; its query simply
+            // has no entry.
+            let _ = h.join();
+        }
+    }
+}
 
 /// What a racing query does with its model (inside its own thread): pool, solved formula, model.
 pub type ModelExtractor<T> = std::sync::Arc<dyn Fn(&ExprPool, ExprId, &mut ModelView) -> T + Send + Sync>;
@@ -111,6 +200,9 @@ pub struct RaceEntry<T> {
 /// Runs `queries` in parallel, each in its own thread and Z3 context, and returns as soon as
 /// one gives a definite answer (sat or unsat), interrupting the others; or when all are done or
 /// `timeout` has passed. Returns the finished queries, the winner (if any) last.
+///
+/// Every worker thread has been joined when this returns (see [`Workers`]): no Z3 object, context
+/// or call of the race survives it, and `T` must be plain data (no Z3 term may leave a worker).
 pub fn race<T: Send + 'static>(
     pool: std::sync::Arc<ExprPool>,
     queries: Vec<(String, ExprId)>,
@@ -119,23 +211,42 @@ pub fn race<T: Send + 'static>(
 ) -> Vec<RaceEntry<T>> {
     use std::sync::{mpsc, Arc, Mutex};
     let (tx, rx) = mpsc::channel::<RaceEntry<T>>();
-    let mut handles = vec![];
+    let mut workers = Workers { slots: vec![], handles: vec![] };
     for (name, formula) in queries {
-        let slot = Arc::new(Mutex::new(Interruptible(None)));
-        handles.push(slot.clone());
+        let slot = Arc::new(Mutex::new(Slot { state: WorkerState::Pending, stop: false }));
+        workers.slots.push(slot.clone());
         let (pool, extract, tx) = (pool.clone(), extract.clone(), tx.clone());
-        std::thread::spawn(move || {
+        let handle = std::thread::Builder::new().name(format!("z3-{name}")).spawn(move || {
+            #[cfg(test)]
+            race_tests::register_worker_thread();
             let ctx = z3::Context::thread_local();
-            slot.lock().unwrap().0 = Some(ctx.get_z3_context());
-            let answer = check(&pool, formula, timeout, |m| extract(&pool, formula, m));
-            slot.lock().unwrap().0 = None;
+            {
+                let mut g = slot.lock().unwrap_or_else(|e| e.into_inner());
+                if g.stop {
+                    g.state = WorkerState::Done;
+                    return;
+                }
+                g.state = WorkerState::Running(ctx.get_z3_context());
+            }
+            let stopped = || slot.lock().unwrap_or_else(|e| e.into_inner()).stop;
+            let answer = check_until(&pool, formula, timeout, &stopped, |m| extract(&pool, formula, m));
+            // Before the context can go (the thread-local destructor deletes it once this closure
+            // returned): from now on nobody may interrupt it.
+            slot.lock().unwrap_or_else(|e| e.into_inner()).state = WorkerState::Done;
+            drop(ctx);
             let _ = tx.send(RaceEntry { name, answer });
         });
+        match handle {
+            Ok(h) => workers.handles.push(h),
+            Err(_) => {
+                // No thread: the query has no answer (the slot stays `Pending`, harmless).
+            }
+        }
     }
     drop(tx);
     let deadline = Instant::now() + timeout;
     let mut done = vec![];
-    let total = handles.len();
+    let total = workers.handles.len();
     while done.len() < total {
         let left = deadline.saturating_duration_since(Instant::now());
         let Ok(entry) = rx.recv_timeout(left) else { break };
@@ -145,13 +256,8 @@ pub fn race<T: Send + 'static>(
             break;
         }
     }
-    // Stop whatever still runs.
-    for h in &handles {
-        let g = h.lock().unwrap();
-        if let Some(ctx) = g.0 {
-            unsafe { z3_sys::Z3_interrupt(ctx) };
-        }
-    }
+    // Stop whatever still runs, and wait until it has left Z3 (including its context).
+    drop(workers);
     done
 }
 
@@ -391,7 +497,86 @@ mod tests {
 mod race_tests {
     use super::*;
     use crate::expr::SymbolKind;
-    use std::sync::Arc;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    /// Worker threads alive, by thread name; a thread counts until its thread-local destructors
+    /// (among them the one deleting its Z3 context) have run.
+    static LIVE: Mutex<Option<HashMap<String, i64>>> = Mutex::new(None);
+
+    struct LiveGuard(String);
+    impl Drop for LiveGuard {
+        fn drop(&mut self) {
+            *LIVE.lock().unwrap().get_or_insert_with(HashMap::new).entry(self.0.clone()).or_default() -= 1;
+        }
+    }
+    thread_local! {
+        static GUARD: std::cell::RefCell<Option<LiveGuard>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// Called first thing on a race worker thread (tests only).
+    pub(super) fn register_worker_thread() {
+        let name = std::thread::current().name().unwrap_or("").to_string();
+        *LIVE.lock().unwrap().get_or_insert_with(HashMap::new).entry(name.clone()).or_default() += 1;
+        GUARD.with(|g| *g.borrow_mut() = Some(LiveGuard(name)));
+    }
+
+    fn live(name: &str) -> i64 {
+        LIVE.lock().unwrap().get_or_insert_with(HashMap::new).get(&format!("z3-{name}")).copied().unwrap_or(0)
+    }
+
+    /// x·y = N for the product N of the two largest 32-bit primes, both factors > 1: Z3 does
+    /// not answer this within minutes (bit-blasted 64-bit multiplication).
+    fn factoring(p: &mut ExprPool) -> (ExprId, ExprId) {
+        let x = p.symbol("x", Sort::Bv(64), SymbolKind::Input);
+        let y = p.symbol("y", Sort::Bv(64), SymbolKind::Input);
+        let n = p.bv(64, 4_294_967_291u64.wrapping_mul(4_294_967_279));
+        let one = p.bv(64, 1);
+        let limit = p.bv(64, 1 << 32);
+        let xy = p.bin(BvOp::Mul, x, y);
+        let c = [
+            p.eq(xy, n),
+            p.cmp(IntPredicate::Ugt, x, one),
+            p.cmp(IntPredicate::Ugt, y, one),
+            p.cmp(IntPredicate::Ult, x, limit),
+            p.cmp(IntPredicate::Ult, y, limit),
+        ];
+        (p.and(c), x)
+    }
+
+    /// Issue 8: losing workers used to run on, detached, after `race` returned; when the
+    /// process then exited, libz3's static destructors ran under them (heap corruption,
+    /// `free(): corrupted unsorted chunks`). Every worker must be gone, thread-local Z3 context
+    /// included, when `race` returns, and an interrupted loser must not delay it.
+    #[test]
+    fn race_returns_only_after_every_worker_is_gone() {
+        let mut p = ExprPool::new();
+        let (hard, x) = factoring(&mut p);
+        let z = p.symbol("z", Sort::Bv(16), SymbolKind::Input);
+        let c = p.bv(16, 5);
+        let easy = p.eq(z, c);
+        let pool = Arc::new(p);
+        let start = Instant::now();
+        let res = race(
+            pool.clone(),
+            vec![("join-hard".into(), hard), ("join-easy".into(), easy)],
+            Duration::from_secs(120),
+            Arc::new(move |_, _, m: &mut ModelView| m.eval(x)),
+        );
+        assert!(start.elapsed() < Duration::from_secs(20), "the loser was not interrupted: {:?}", start.elapsed());
+        assert_eq!(res.last().map(|r| r.name.as_str()), Some("join-easy"));
+        assert_eq!(live("join-hard"), 0, "the interrupted loser still runs after race returned");
+        assert_eq!(live("join-easy"), 0);
+        assert_eq!(Arc::strong_count(&pool), 1, "a worker still holds the pool");
+
+        // The deadline path: nobody wins, every worker is stopped and joined all the same.
+        let start = Instant::now();
+        let res = race(pool.clone(), vec![("join-deadline".into(), hard)], Duration::from_millis(700), Arc::new(|_, _, _: &mut ModelView| ()));
+        assert!(res.iter().all(|r| !r.answer.outcome.is_definite()));
+        assert!(start.elapsed() < Duration::from_secs(20), "deadline not kept: {:?}", start.elapsed());
+        assert_eq!(live("join-deadline"), 0);
+        assert_eq!(Arc::strong_count(&pool), 1);
+    }
 
     #[test]
     fn the_first_definite_answer_wins() {

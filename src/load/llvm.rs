@@ -307,3 +307,120 @@ pub fn param_has_attribute(f: Value, index: u32, name: &str) -> bool {
 pub fn set_value_name(v: Value, name: &str) {
     unsafe { LLVMSetValueName2(v, name.as_ptr() as *const _, name.len()) };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Diagnostics and linking. Ownership rules (ARCHITECTURE.md, "Threads and FFI ownership"): the
+// context's diagnostic handler may only carry a context pointer that outlives every later
+// diagnostic of that LLVM context, so the handler installed for the whole load carries none,
+// and a handler that records into a local is removed before the local goes away.
+
+/// Diagnostic handler for the whole life of a load's LLVM context: logs warnings and errors and
+/// touches no memory of ours (its context pointer is null). Without any handler, LLVM would
+/// `exit(1)` on an error diagnostic.
+extern "C" fn log_diagnostic(info: LLVMDiagnosticInfoRef, _ctx: *mut std::os::raw::c_void) {
+    use llvm_sys::LLVMDiagnosticSeverity::*;
+    match unsafe { LLVMGetDiagInfoSeverity(info) } {
+        LLVMDSError => tracing::warn!("LLVM error diagnostic: {}", unsafe { diagnostic_text(info) }),
+        LLVMDSWarning => tracing::debug!("LLVM warning: {}", unsafe { diagnostic_text(info) }),
+        _ => {}
+    }
+}
+
+/// The description of a diagnostic (LLVM allocates it; we free it with `LLVMDisposeMessage`).
+unsafe fn diagnostic_text(info: LLVMDiagnosticInfoRef) -> String {
+    let p = unsafe { LLVMGetDiagInfoDescription(info) };
+    if p.is_null() {
+        return String::new();
+    }
+    let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+    unsafe { LLVMDisposeMessage(p) };
+    s
+}
+
+/// Installs [`log_diagnostic`] on the context of `m`.
+pub fn install_diagnostic_logger(m: LLVMModuleRef) {
+    unsafe { LLVMContextSetDiagnosticHandler(LLVMGetModuleContext(m), Some(log_diagnostic), std::ptr::null_mut()) };
+}
+
+/// Records the error diagnostics of one `LLVMLinkModules2` call into the `Vec<String>` its
+/// context pointer names (valid for exactly that call, see [`link_modules`]).
+extern "C" fn record_link_error(info: LLVMDiagnosticInfoRef, errors: *mut std::os::raw::c_void) {
+    unsafe {
+        if LLVMGetDiagInfoSeverity(info) == llvm_sys::LLVMDiagnosticSeverity::LLVMDSError {
+            let text = diagnostic_text(info);
+            (*(errors as *mut Vec<String>)).push(text);
+        }
+    }
+}
+
+/// Links `src` into `dst` (both of the same context); `src` is consumed.
+///
+/// Replaces inkwell's `Module::link_in_module`, which installs a diagnostic handler whose context
+/// pointer is a local of that function and never removes it: any later error diagnostic of the
+/// context (passes, verifier, a second link) would then write a pointer into a dead stack frame.
+/// Here the recording handler lives exactly as long as the call, then the previous handler (and
+/// its context pointer) is restored.
+pub fn link_modules(dst: &inkwell::module::Module<'_>, src: inkwell::module::Module<'_>) -> Result<(), String> {
+    let (d, s) = (dst.as_mut_ptr(), src.as_mut_ptr());
+    // LLVMLinkModules2 destroys `src` whatever the outcome: inkwell must not dispose it again.
+    std::mem::forget(src);
+    let mut errors: Vec<String> = vec![];
+    let failed = unsafe {
+        let ctx = LLVMGetModuleContext(d);
+        let (old_handler, old_ctx) = (LLVMContextGetDiagnosticHandler(ctx), LLVMContextGetDiagnosticContext(ctx));
+        LLVMContextSetDiagnosticHandler(ctx, Some(record_link_error), &mut errors as *mut Vec<String> as *mut _);
+        let failed = llvm_sys::linker::LLVMLinkModules2(d, s) != 0;
+        LLVMContextSetDiagnosticHandler(ctx, old_handler, old_ctx);
+        failed
+    };
+    if failed {
+        return Err(if errors.is_empty() { "LLVMLinkModules2 failed".to_string() } else { errors.join("; ") });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inkwell::context::Context;
+    use inkwell::memory_buffer::MemoryBuffer;
+
+    fn module<'c>(ctx: &'c Context, ir: &str) -> inkwell::module::Module<'c> {
+        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "test");
+        ctx.create_module_from_ir(buf).expect("valid IR")
+    }
+
+    fn diagnostic_state(m: &inkwell::module::Module<'_>) -> (llvm_sys::LLVMDiagnosticHandler, *mut std::os::raw::c_void) {
+        unsafe {
+            let ctx = LLVMGetModuleContext(m.as_mut_ptr());
+            (LLVMContextGetDiagnosticHandler(ctx), LLVMContextGetDiagnosticContext(ctx))
+        }
+    }
+
+    /// inkwell's `link_in_module` left the context's diagnostic context pointing into its dead
+    /// stack frame; `link_modules` must leave the handler exactly as it found it, on success and
+    /// on failure (where the recording handler is the one that saw the error).
+    #[test]
+    fn linking_leaves_no_dangling_diagnostic_handler() {
+        let ctx = Context::create();
+        let dst = module(&ctx, "define i32 @f() {\n  ret i32 1\n}\n");
+        install_diagnostic_logger(dst.as_mut_ptr());
+        let before = diagnostic_state(&dst);
+        assert!(before.0.is_some() && before.1.is_null());
+
+        let ok = module(&ctx, "define i32 @g() {\n  ret i32 2\n}\n");
+        link_modules(&dst, ok).expect("disjoint modules link");
+        assert!(dst.get_function("g").is_some());
+        let after = diagnostic_state(&dst);
+        assert_eq!(after.0.map(|h| h as usize), before.0.map(|h| h as usize), "handler restored");
+        assert!(after.1.is_null(), "no context pointer into a dead frame");
+
+        // Two definitions of @f: the linker reports an error diagnostic.
+        let clash = module(&ctx, "define i32 @f() {\n  ret i32 3\n}\n");
+        let err = link_modules(&dst, clash).expect_err("duplicate definition");
+        assert!(err.contains('f'), "{err}");
+        let after = diagnostic_state(&dst);
+        assert_eq!(after.0.map(|h| h as usize), before.0.map(|h| h as usize), "handler restored after an error");
+        assert!(after.1.is_null());
+    }
+}

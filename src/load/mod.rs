@@ -62,9 +62,9 @@ fn link_environment_models<'ctx>(ctx: &'ctx Context, module: &inkwell::module::M
             unsafe { f.delete() };
         }
     }
-    module
-        .link_in_module(models)
-        .map_err(|e| Error::internal(format!("linking library models: {e}")))?;
+    // Not inkwell's `link_in_module`: it leaves a diagnostic handler pointing into its own
+    // stack frame installed on the context (see `llvm::link_modules`).
+    llvm::link_modules(module, models).map_err(|e| Error::internal(format!("linking library models: {e}")))?;
     debug!(?needed, "library models linked");
     Ok(())
 }
@@ -88,9 +88,14 @@ pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
         path.to_path_buf()
     };
 
+    // One LLVM context per load, used by this thread only; every LLVM object of the load (module,
+    // linked models, pass builder, target machine, raw values handed to `lower`) is dropped
+    // before it: `module` is declared after `ctx`, so it is dropped first, and `Loaded` holds
+    // owned data only (ARCHITECTURE.md, "Threads and FFI ownership").
     let ctx = Context::create();
     let module = input::parse_module(&ctx, &bitcode_path)?;
     let m = module.as_mut_ptr();
+    llvm::install_diagnostic_logger(m);
 
     let defined: Vec<String> = module
         .get_functions()

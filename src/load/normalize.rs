@@ -51,7 +51,11 @@ pub fn recursive_functions(module: &Module) -> HashSet<String> {
 }
 
 fn target_machine() -> Result<TargetMachine> {
-    Target::initialize_x86(&InitializationConfig::default());
+    // LLVM's target registry is a global list that `LLVMInitializeX86Target*` extends without a
+    // lock: initialise it once per process, never from two threads at a time (library users and
+    // unit tests may load on several threads).
+    static X86_INIT: std::sync::Once = std::sync::Once::new();
+    X86_INIT.call_once(|| Target::initialize_x86(&InitializationConfig::default()));
     let triple = TargetTriple::create("x86_64-pc-linux-gnu");
     let target = Target::from_triple(&triple).map_err(|e| Error::internal(format!("x86 target: {e}")))?;
     target

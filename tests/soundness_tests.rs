@@ -222,3 +222,12 @@ fn division_by_a_constant_zero_is_unknown_not_the_smt_quotient() {
     let twin = "void f(int x, int d) { if (d == 0) return; int y = x / d; if (d == 1 && y != x) reach_error(); }";
     assert_unreachable(&reach("div_twin", twin, "f"));
 }
+
+#[test]
+fn accesses_past_an_objects_end_reach_its_neighbours() {
+    // Reading one past the end of g_b natively reads whatever the linker put there.
+    let r = reach("oob", "int g_a[4] = {5, 5, 5, 5}; int g_b[4]; void f(int k) { int *p = g_b + 4; if (k == 1 && *p == 5) reach_error(); }", "f");
+    assert_ne!(r["verdict"], "unreachable", "{r:#}");
+    let twin = "int g_a[4] = {5, 5, 5, 5}; int g_b[4]; void f(int k) { int *p = g_b + 3; if (k == 1 && *p == 5) reach_error(); }";
+    assert_unreachable(&reach("oob_twin", twin, "f"));
+}

@@ -11,6 +11,7 @@ mod state;
 pub use calls::nondet_c_type;
 pub use state::{Inputs, ObjectId, ObjectInfo, ObjectKind, State, SymVal};
 
+
 use crate::expr::{BvOp, ExprId, ExprPool, Sort};
 use crate::ir::{BlockId, CastOp, Function, InstKind, IntPredicate, Operand, Program, Terminator, Ty, ValueId};
 
@@ -370,8 +371,21 @@ impl<'p> Executor<'p> {
         }
     }
 
+    /// Whether `bytes` bytes at `offset` certainly leave the object: a constant offset past a
+    /// known size. Natively such an access reaches whatever lies next to the object.
+    fn out_of_bounds(&self, obj: ObjectId, offset: ExprId, bytes: u32) -> bool {
+        match (self.inputs.object(obj).size, self.pool.as_const(offset)) {
+            (Some(size), Some(o)) => (o as i64) < 0 || o.saturating_add(bytes as u64) > size,
+            _ => false,
+        }
+    }
+
     fn load(&mut self, st: &mut State, p: SymVal, ty: &Ty) -> SymVal {
         let SymVal::Ptr { obj, offset } = p else { return self.star_of(ty) };
+        let width = if *ty == Ty::Ptr { 64 } else { ty.int_width().unwrap_or(8) };
+        if self.out_of_bounds(obj, offset, width.div_ceil(8)) {
+            return self.star_of(ty);
+        }
         if *ty == Ty::Ptr {
             // Pointers are stored as their addresses (see `store`).
             let mem = st.memory(self.pool, self.inputs, obj);
@@ -394,6 +408,9 @@ impl<'p> Executor<'p> {
 
     fn store(&mut self, st: &mut State, p: SymVal, v: SymVal, width: u32) {
         match p {
+            SymVal::Ptr { obj, offset } if self.out_of_bounds(obj, offset, width.div_ceil(8)) => {
+                st.havoc_all(self.pool, self.inputs);
+            }
             SymVal::Ptr { obj, offset } => {
                 let bytes = width.div_ceil(8);
                 let value = match v {

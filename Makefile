@@ -23,10 +23,10 @@ build: deps
 
 # Unit tests beside each module and integration tests in tests/ (they compile C with clang-19).
 # Two test threads: each test runs apc-llvm, which races two solver threads of its own.
-# Then a fixed-seed slice of the soundness campaign (about 90 s): fails on a wrong verdict.
+# Then a fixed-seed slice of the soundness campaign (under 2 minutes): fails on a wrong verdict.
 test: deps
 	cargo test --release -- --test-threads=2
-	scripts/soundness --seed 1 --seconds 90 --jobs 2 --reduce 0
+	scripts/soundness --seed 1 --seconds 80 --jobs 2 --reduce 0
 
 # Analyse the bundled running example of the APC paper.
 run: build

@@ -28,11 +28,9 @@ pub fn value_name(v: Value) -> String {
 }
 
 pub fn block_name(b: Block) -> String {
-    let p = unsafe { LLVMGetBasicBlockName(b) };
-    if p.is_null() {
-        return String::new();
-    }
-    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    // `LLVMGetBasicBlockName` returns a `StringRef`'s data, which the C API does not promise to
+    // be NUL-terminated; the block's value name comes with its length.
+    value_name(unsafe { LLVMBasicBlockAsValue(b) })
 }
 
 pub fn functions(m: LLVMModuleRef) -> Vec<Value> {

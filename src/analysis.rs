@@ -40,7 +40,13 @@ pub fn run(config: &Config) -> Result<Report> {
     }
 
     let t2 = Instant::now();
-    let (apc, pool) = apc::build(&loaded.program, &structure);
+    let (apc, pool) = apc::ApcBuilder::new(&loaded.program, &structure).with_deadline(t0 + config.timeout).build();
+    if apc.timed_out {
+        report.verdict = Verdict::Unknown;
+        report.reason = "the time budget ran out while building the abstract path condition".into();
+        report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
+        return Ok(report);
+    }
     report.apc = Some(Printer::new(&pool).print(apc.formula));
     for (loop_id, summary) in &apc.summaries {
         let (theta, phi) = summary.describe(&pool);

@@ -30,6 +30,8 @@ pub struct Apc {
     /// Whether `formula` covers every backbone: only then does its unsatisfiability prove the
     /// target unreachable.
     pub complete: bool,
+    /// Building ran out of time: `formula` is no APC (see [`ApcBuilder::with_deadline`]).
+    pub timed_out: bool,
     /// The summary computed for each loop (first context met), for the report.
     pub summaries: Vec<(LoopId, Rc<LoopSummary>)>,
 }
@@ -81,6 +83,12 @@ pub struct ApcBuilder<'a> {
     pub(crate) next_aux: u32,
     /// Loop-summary coverage violations met (see `summary`): always empty unless a bug.
     pub(crate) coverage_gaps: Vec<String>,
+    /// Solver time left for the checks that sharpen summaries.
+    pub(crate) check_budget: crate::summary::CheckBudget,
+    /// When building must stop (`--timeout`); past it paths are cut short and the APC is marked
+    /// `timed_out`, which forbids any verdict but unknown.
+    deadline: Option<std::time::Instant>,
+    timed_out: bool,
 }
 
 impl<'a> ApcBuilder<'a> {
@@ -95,7 +103,23 @@ impl<'a> ApcBuilder<'a> {
             next_counter: 0,
             next_aux: 0,
             coverage_gaps: vec![],
+            check_budget: Default::default(),
+            deadline: None,
+            timed_out: false,
         }
+    }
+
+    /// Stops building at `deadline`: the APC is then incomplete (`Apc::timed_out`).
+    pub fn with_deadline(mut self, deadline: std::time::Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    fn out_of_time(&mut self) -> bool {
+        if !self.timed_out && self.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            self.timed_out = true;
+        }
+        self.timed_out
     }
 
     pub fn executor(&mut self) -> Executor<'_> {
@@ -110,6 +134,11 @@ impl<'a> ApcBuilder<'a> {
         let mut fresh = vec![];
         let mut dropped = false;
         for (pos, &node) in nodes.iter().enumerate() {
+            if self.out_of_time() {
+                // A path cut short: what it computed is no iteration's effect and no complete
+                // condition; the whole APC is marked and yields no verdict.
+                break;
+            }
             let b = node.block();
             if !(iteration && pos == 0) {
                 let pred = pos.checked_sub(1).map(|p| nodes[p].block());
@@ -151,6 +180,9 @@ impl<'a> ApcBuilder<'a> {
         let mut backbones = vec![];
         let structure = self.structure;
         for (i, bb) in structure.backbones.iter().enumerate() {
+            if self.out_of_time() {
+                break;
+            }
             let st = self.executor().initial_state();
             let r = self.execute_path(&bb.nodes, &bb.entries, st, false);
             // Counters stay free: the whole APC is existentially closed by satisfiability.
@@ -171,7 +203,15 @@ impl<'a> ApcBuilder<'a> {
             })
             .collect();
         let formula = self.pool.and(axioms.into_iter().chain([any]));
-        let apc = Apc { formula, backbones, inputs: self.inputs, complete: !structure.truncated, summaries: self.first_summary };
+        let timed_out = self.timed_out;
+        let apc = Apc {
+            formula,
+            backbones,
+            inputs: self.inputs,
+            complete: !structure.truncated && !timed_out,
+            timed_out,
+            summaries: self.first_summary,
+        };
         (apc, self.pool, self.coverage_gaps)
     }
 }

@@ -161,7 +161,7 @@ impl ApcBuilder<'_> {
                     }
                 }
             }
-            return (closed_form(&mut self.pool, tests, &step), vec![]);
+            return (closed_form(&mut self.pool, tests, &step, &mut self.check_budget), vec![]);
         }
         let uniform = self.uniform_increments(vars, thetas);
         let mut step = Substitution::new();
@@ -190,10 +190,10 @@ impl ApcBuilder<'_> {
         let alternatives: Vec<ExprId> = iteration_tests.iter().map(|(ts, _)| self.pool.and(ts.iter().copied())).collect();
         let any = self.pool.or(alternatives);
         let exhaustive = self.pool.implies(c, any);
-        if !valid(&mut self.pool, exhaustive) {
+        if !valid(&mut self.pool, exhaustive, &mut self.check_budget) {
             return (None, vec![]);
         }
-        let Some(e) = closed_form(&mut self.pool, &common, &step) else { return (None, vec![]) };
+        let Some(e) = closed_form(&mut self.pool, &common, &step, &mut self.check_budget) else { return (None, vec![]) };
         let after = uniform
             .into_iter()
             .map(|(k, d)| {
@@ -591,11 +591,7 @@ impl ApcBuilder<'_> {
             // An iteration whose tests cannot hold never runs (clang's `a && b` phis produce
             // such paths): it gets no counter. Dropping it is sound because its counter would be 0.
             let cond = self.pool.and(r.tests.iter().copied());
-            let possible = self.pool.as_bool(cond) != Some(false)
-                && !matches!(
-                    crate::solve::check(&self.pool, cond, std::time::Duration::from_millis(300), |_| ()).outcome,
-                    crate::solve::Outcome::Unsat
-                );
+            let possible = self.pool.as_bool(cond) != Some(false) && !self.check_budget.unsat(&self.pool, cond, 300);
             feasible.push(possible);
             if !possible {
                 continue;
@@ -725,7 +721,7 @@ impl ApcBuilder<'_> {
 ///     (¬c(s) → E(s) = 0) ∧ (c(s) → E(s) = 1 + E(step(s)))
 /// for every state s, every terminating run iterates exactly E(s) times (induction on the real
 /// count). The check is quantifier-free and exact on bit-vectors: wrap-around can only make it fail.
-fn closed_form(pool: &mut crate::expr::ExprPool, tests: &[ExprId], step: &Substitution) -> Option<ExprId> {
+fn closed_form(pool: &mut crate::expr::ExprPool, tests: &[ExprId], step: &Substitution, budget: &mut CheckBudget) -> Option<ExprId> {
     use crate::expr::{BvOp, Expr};
     if tests.is_empty() {
         return None;
@@ -766,7 +762,7 @@ fn closed_form(pool: &mut crate::expr::ExprPool, tests: &[ExprId], step: &Substi
         let a = pool.implies(nc, stops);
         let b = pool.implies(c, continues);
         let ok = pool.and([a, b]);
-        if valid(pool, ok) {
+        if valid(pool, ok, budget) {
             return Some(e);
         }
     }
@@ -796,8 +792,36 @@ fn moving_reads(pool: &mut crate::expr::ExprPool, e: ExprId, step: &Substitution
 }
 
 /// Whether `f` holds in every state (its negation is unsat within a short time).
-fn valid(pool: &mut crate::expr::ExprPool, f: ExprId) -> bool {
+fn valid(pool: &mut crate::expr::ExprPool, f: ExprId, budget: &mut CheckBudget) -> bool {
     let bad = pool.not(f);
-    let answer = crate::solve::check(pool, bad, std::time::Duration::from_millis(500), |_| ());
-    matches!(answer.outcome, crate::solve::Outcome::Unsat)
+    budget.unsat(pool, bad, 500)
+}
+
+/// Solver time for the checks that only sharpen summaries (pruning infeasible iterations,
+/// closed-form counts). Each check gets at most its own limit and what is left of the budget;
+/// once it is spent the checks answer "not shown", which is always sound: an iteration is kept,
+/// no count is claimed. Without it, a function with many loop paths spent minutes here.
+#[derive(Clone, Debug)]
+pub struct CheckBudget {
+    left: std::time::Duration,
+}
+
+impl Default for CheckBudget {
+    fn default() -> Self {
+        CheckBudget { left: std::time::Duration::from_secs(3) }
+    }
+}
+
+impl CheckBudget {
+    /// Whether `f` is unsatisfiable, shown within `limit_ms` and the budget.
+    pub fn unsat(&mut self, pool: &crate::expr::ExprPool, f: ExprId, limit_ms: u64) -> bool {
+        let limit = self.left.min(std::time::Duration::from_millis(limit_ms));
+        if limit.is_zero() {
+            return false;
+        }
+        let t = std::time::Instant::now();
+        let answer = crate::solve::check(pool, f, limit, |_| ());
+        self.left = self.left.saturating_sub(t.elapsed());
+        matches!(answer.outcome, crate::solve::Outcome::Unsat)
+    }
 }

@@ -231,3 +231,12 @@ fn accesses_past_an_objects_end_reach_its_neighbours() {
     let twin = "int g_a[4] = {5, 5, 5, 5}; int g_b[4]; void f(int k) { int *p = g_b + 3; if (k == 1 && *p == 5) reach_error(); }";
     assert_unreachable(&reach("oob_twin", twin, "f"));
 }
+
+#[test]
+fn a_target_dropped_as_dead_code_by_inlining_is_unreachable() {
+    // g's loop body always returns: `for.inc` has no predecessor, and inlining g into f keeps
+    // no copy of it (a csmith program was once rejected with a misleading "recursive" error).
+    let p = c_program("dead", "static int g(int n) { for (int i = 0; i < n; i++) { return i; } return -1; }\nint f(int n) { return g(n); }\n");
+    let r = json_report(&p.path, &["--function", "f", "--block", "for.inc"]);
+    assert_unreachable(&r);
+}

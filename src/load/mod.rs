@@ -144,7 +144,19 @@ pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
 
     let f = module.get_function(function).expect("checked above").as_value_ref();
     let program = lower::lower(m, f, target_blocks.clone())?;
-    if program.function.target_blocks().is_empty() {
+    // No marker left anywhere in the module: the target blocks were dropped as dead code (the
+    // inliner copies only the blocks a call can reach, and removes internal functions it
+    // inlined everywhere), so nothing leads to them and the analysis answers unreachable. A
+    // marker still in another function (a recursive callee, one called through a pointer)
+    // means the target may be reached in code the analysis does not see.
+    let marker_elsewhere = llvm::functions(m).into_iter().filter(|&g| g != f).any(|g| {
+        llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| {
+            llvm::opcode(i) == llvm_sys::LLVMOpcode::LLVMCall && llvm::value_name(llvm::called_value(i)) == TARGET_MARKER
+        })
+    });
+    if program.function.target_blocks().is_empty() && !marker_elsewhere && !resolved.is_empty() {
+        info!("every target block was dropped as dead code during normalisation");
+    } else if program.function.target_blocks().is_empty() {
         let callee = resolved.iter().find(|t| t.function != function).map(|t| t.function.clone());
         return Err(Error::bad_input(match callee {
             Some(c) => format!(

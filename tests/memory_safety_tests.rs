@@ -87,7 +87,9 @@ fn interrupted_solvers_do_not_outlive_the_process() {
         let start = Instant::now();
         let out = run_checked(&env, &[], &p.path, &["--function", "f", "--call", "reach", "--timeout", "3"]);
         let r = assert_clean(&out, &format!("run {run}"));
-        assert_eq!(r["verdict"], "unknown", "{r:#}");
+        // Usually unknown (the factoring does not finish); a lucky solver may find the factors
+        // and replay them. Either way the run must end cleanly and in time.
+        assert_ne!(r["verdict"], "unreachable", "{r:#}");
         // Joining the interrupted workers must not cost the budget.
         assert!(start.elapsed() < Duration::from_secs(10), "run {run} took {:?}", start.elapsed());
     }

@@ -1,7 +1,7 @@
 //! The pipeline, stage by stage: load → cfg → symex/summary → apc → solve → witness → replay →
 //! report. [`run`] drives it; the witness search loop lives in [`search`].
 
-use crate::apc::{self, unfold::unfold, Apc};
+use crate::apc::{self, unfold::unfold_within, Apc};
 use crate::cfg::{Flowgraph, Limits, Structure};
 use crate::config::Config;
 use crate::error::Result;
@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::info;
+
+/// Most expressions one unfolding APC^K may add (nested quantifiers multiply their instances).
+const MAX_UNFOLD_NODES: usize = 400_000;
 
 /// Runs the analysis described by `config`.
 pub fn run(config: &Config) -> Result<Report> {
@@ -108,17 +111,19 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
         let mut bounded = None;
         if has_quantifiers {
             let tu = Instant::now();
-            let unfolded = unfold(p, apc.formula, k, false);
-            let unfolded = p.and(std::iter::once(unfolded).chain(blocking.iter().copied()));
-            // For witnesses only, never for verdicts: with every κ < K all instances of each ∀τ
-            // are present, and the interleaving constraints make the iterations fit together,
-            // so models of this query are far more likely to be real runs.
-            let consistent = unfold(p, apc.formula, k, true);
-            let kk = p.bv(64, k as u64);
-            let bounds: Vec<ExprId> = counters.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
-            bounded = Some(p.and([consistent].into_iter().chain(blocking.iter().copied()).chain(bounds)));
+            if let Some(unfolded) = unfold_within(p, apc.formula, k, false, MAX_UNFOLD_NODES) {
+                let unfolded = p.and(std::iter::once(unfolded).chain(blocking.iter().copied()));
+                // For witnesses only, never for verdicts: with every κ < K all instances of each
+                // ∀τ are present, and the interleaving constraints make the iterations fit
+                // together, so models of this query are far more likely to be real runs.
+                if let Some(consistent) = unfold_within(p, apc.formula, k, true, MAX_UNFOLD_NODES) {
+                    let kk = p.bv(64, k as u64);
+                    let bounds: Vec<ExprId> = counters.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
+                    bounded = Some(p.and([consistent].into_iter().chain(blocking.iter().copied()).chain(bounds)));
+                }
+                queries.push(("solve_apc_k".to_string(), unfolded));
+            }
             timing(report, "unfold", tu.elapsed().as_secs_f64());
-            queries.push(("solve_apc_k".to_string(), unfolded));
         }
         // Leave the solvers a little less than what is left now (unfolding took some), for model
         // extraction and the report.

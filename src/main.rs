@@ -124,18 +124,26 @@ fn main() -> ExitCode {
         eprintln!("apc-llvm: internal error: {info}");
     }));
     let result = config_from(&cli).and_then(|c| analysis::run(&c));
-    match result {
+    let code = match result {
         Ok(report) => {
             if cli.json {
                 println!("{}", report.to_json());
             } else {
                 print!("{}", report.to_text());
             }
-            ExitCode::SUCCESS
+            0
         }
         Err(e) => {
             eprintln!("apc-llvm: error: {e}");
-            ExitCode::from(e.exit_status() as u8)
+            e.exit_status()
         }
+    };
+    if apc_llvm::solve::workers_left_running() {
+        // A solver thread is still inside Z3: end without libz3's static destructors.
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        apc_llvm::solve::exit_now(code);
     }
+    ExitCode::from(code as u8)
 }

@@ -16,8 +16,17 @@ use std::collections::HashMap;
 /// Unfolds the quantifiers of `root` with bound `k`; with `consistent`, the instances of each
 /// loop's looping condition also get the interleaving constraints (better models, harder query).
 pub fn unfold(pool: &mut ExprPool, root: ExprId, k: u32, consistent: bool) -> ExprId {
-    let mut u = Unfolder { k, consistent, fresh: 0, memo: HashMap::new() };
-    u.go(pool, root)
+    unfold_within(pool, root, k, consistent, usize::MAX).expect("no node limit")
+}
+
+/// [`unfold`], giving up (`None`) once it has added `max_new_nodes` expressions to the pool:
+/// nested ∀ multiply their K instances (K^depth copies), which took gigabytes on programs with
+/// three nested loops. Without APC^K the quantified APC still answers.
+pub fn unfold_within(pool: &mut ExprPool, root: ExprId, k: u32, consistent: bool, max_new_nodes: usize) -> Option<ExprId> {
+    let limit = pool.len().saturating_add(max_new_nodes);
+    let mut u = Unfolder { k, consistent, fresh: 0, memo: HashMap::new(), limit, exceeded: false };
+    let r = u.go(pool, root);
+    (!u.exceeded).then_some(r)
 }
 
 struct Unfolder {
@@ -25,6 +34,9 @@ struct Unfolder {
     consistent: bool,
     fresh: u32,
     memo: HashMap<ExprId, ExprId>,
+    /// Pool size at which to give up, and whether it was reached.
+    limit: usize,
+    exceeded: bool,
 }
 
 /// One part ∀τ_i (τ_i ≥ κ_i ∨ ∃τ⃗ (∧ τ_j ≤ κ_j ∧ …)) of a looping condition.
@@ -175,6 +187,10 @@ impl Unfolder {
     fn go(&mut self, pool: &mut ExprPool, e: ExprId) -> ExprId {
         if let Some(&r) = self.memo.get(&e) {
             return r;
+        }
+        if self.exceeded || pool.len() > self.limit {
+            self.exceeded = true;
+            return e;
         }
         let r = match pool.get(e).clone() {
             Expr::And(xs) => self.conjunction(pool, &xs),

@@ -171,11 +171,44 @@ struct Workers {
     handles: Vec<std::thread::JoinHandle<()>>,
 }
 
+/// How long [`Workers`] waits for interrupted workers before leaving them behind.
+const JOIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Set when a worker did not leave Z3 within [`JOIN_GRACE`] of being interrupted (some Z3
+/// phases never look at the interrupt flag; one such query grew to 4.7 GB and kept a 10 s run
+/// going for a minute). Such a worker is left running, detached; the process must then end
+/// through [`exit_now`], never through `exit()` and libz3's static destructors.
+static WORKERS_LEFT_RUNNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether some solver thread was left running (see [`exit_now`]).
+pub fn workers_left_running() -> bool {
+    WORKERS_LEFT_RUNNING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Ends the process at once with `code`, without running static destructors (libz3's global
+/// state is still in use by a detached worker). Flush stdout and stderr before.
+pub fn exit_now(code: i32) -> ! {
+    unsafe { libc::_exit(code) }
+}
+
 impl Drop for Workers {
     fn drop(&mut self) {
         // A worker notices an interrupt only inside Z3; in between (translation, model reading)
-        // it checks `stop` itself. Interrupt repeatedly until each has left Z3 for good.
+        // it checks `stop` itself. Interrupt repeatedly until each has left Z3 for good, or the
+        // grace period is over.
+        let since = std::time::Instant::now();
         while self.handles.iter().any(|h| !h.is_finished()) {
+            if since.elapsed() > JOIN_GRACE {
+                WORKERS_LEFT_RUNNING.store(true, std::sync::atomic::Ordering::SeqCst);
+                tracing::debug!("a solver thread ignores its interrupt; leaving it behind");
+                let (done, running): (Vec<_>, Vec<_>) = self.handles.drain(..).partition(|h| h.is_finished());
+                for h in done {
+                    let _ = h.join();
+                }
+                // Detached: dropping a JoinHandle does not stop the thread.
+                drop(running);
+                return;
+            }
             stop_all(&self.slots);
             std::thread::sleep(Duration::from_millis(2));
         }

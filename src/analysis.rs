@@ -29,13 +29,18 @@ pub fn run(config: &Config) -> Result<Report> {
     let t1 = Instant::now();
     let f = &loaded.program.function;
     let graph = Flowgraph::of_function(f);
-    let structure = Structure::compute(graph, Limits { max_backbones: config.max_backbones });
+    let structure = Structure::compute(graph, Limits { max_backbones: config.max_backbones, deadline: Some(t0 + config.timeout) });
     info!(backbones = structure.backbones.len(), loops = structure.loops.len(), "loop structure computed");
     let t_cfg = t1.elapsed().as_secs_f64();
 
     let mut report = Report::new(f, config.target.describe(), &structure);
     report.timings.insert("load".into(), t_load);
     report.timings.insert("cfg".into(), t_cfg);
+    if structure.truncated && t0.elapsed() >= config.timeout {
+        report.verdict = Verdict::Unknown;
+        report.reason = "the time budget ran out while enumerating the paths to the target".into();
+        return Ok(report);
+    }
     if !structure.graph.target_reachable() {
         report.verdict = Verdict::Unreachable;
         report.reason = "no path of the control-flow graph leads from the entry to the target".into();

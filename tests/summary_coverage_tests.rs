@@ -14,7 +14,7 @@ fn check(path: &Path, function: &str) -> usize {
     let loaded = load::load(path, function, &TargetSpec::Call("reach_error".into()))
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let graph = Flowgraph::of_function(&loaded.program.function);
-    let structure = Structure::compute(graph, Limits { max_backbones: 256 });
+    let structure = Structure::compute(graph, Limits { max_backbones: 256, deadline: None });
     let (_, _, gaps) = ApcBuilder::new(&loaded.program, &structure).build_checked();
     assert!(gaps.is_empty(), "{}: {gaps:?}", path.display());
     structure.loops.len()

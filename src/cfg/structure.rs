@@ -47,11 +47,14 @@ pub struct Loop {
 pub struct Limits {
     /// Maximum number of backbones enumerated per (induced) program.
     pub max_backbones: usize,
+    /// When enumeration must stop (`--timeout`): hitting it truncates like the bound does. The
+    /// search for paths to a target can walk exponentially many paths that reach none.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_backbones: 4096 }
+        Limits { max_backbones: 4096, deadline: None }
     }
 }
 
@@ -90,7 +93,7 @@ impl Builder {
     /// All acyclic paths from start to a target of `g`, at most `max_backbones`, with their
     /// entry nodes; registers (recursively) every loop entered.
     fn backbones_of(&mut self, g: &Flowgraph) -> (Vec<Backbone>, bool) {
-        let (paths, truncated) = acyclic_paths(g, self.limits.max_backbones);
+        let (paths, truncated) = acyclic_paths_until(g, self.limits.max_backbones, self.limits.deadline);
         // Every cycle through v lies in v's strongly connected component of g, so the loop at v
         // depends only on the prefix nodes inside that component: nodes in no cycle are never
         // entry nodes, and the others are computed once per (v, prefix ∩ component).
@@ -167,7 +170,13 @@ impl Builder {
 /// Enumerates acyclic paths from start to the targets, depth first, at most `max` of them.
 /// Returns the paths and whether the bound cut the enumeration short.
 pub fn acyclic_paths(g: &Flowgraph, max: usize) -> (Vec<Vec<Node>>, bool) {
+    acyclic_paths_until(g, max, None)
+}
+
+/// [`acyclic_paths`], also cut short (reported as truncated) at `deadline`.
+pub fn acyclic_paths_until(g: &Flowgraph, max: usize, deadline: Option<std::time::Instant>) -> (Vec<Vec<Node>>, bool) {
     let mut out = vec![];
+    let mut steps = 0u32;
     if !g.target_reachable() {
         return (out, false);
     }
@@ -185,6 +194,10 @@ pub fn acyclic_paths(g: &Flowgraph, max: usize) -> (Vec<Vec<Node>>, bool) {
         return (vec![path], false);
     }
     while let Some(top) = stack.last_mut() {
+        steps = steps.wrapping_add(1);
+        if steps % 4096 == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return (out, true);
+        }
         match top.pop() {
             Some(n) if on_path.contains(&n) => {}
             Some(n) if g.targets.contains(&n) => {

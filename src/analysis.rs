@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::expr::{ExprId, ExprPool, Printer};
 use crate::ir::{IntPredicate, Program};
 use crate::load::{self, Loaded};
-use crate::replay::Replayer;
+use crate::replay::{NativeBuild, Replayer};
 use crate::report::{Report, Verdict, WitnessReport};
 use crate::solve::{self, ModelView, Outcome};
 use crate::witness::{self, ParamInput, Witness};
@@ -25,6 +25,8 @@ pub fn run(config: &Config) -> Result<Report> {
     let t0 = Instant::now();
     let loaded = load::load(&config.input, &config.function, &config.target)?;
     let t_load = t0.elapsed().as_secs_f64();
+    // The native build for replay runs while the APC is built and solved.
+    let native = Replayer::build_in_background(&loaded, config.keep_temps);
 
     let t1 = Instant::now();
     let f = &loaded.program.function;
@@ -71,7 +73,7 @@ pub fn run(config: &Config) -> Result<Report> {
     report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
     info!(nodes = pool.len(), "APC built");
 
-    search(config, &loaded, apc, pool, t0, &mut report)?;
+    search(config, &loaded, &native, apc, pool, t0, &mut report)?;
     report.timings.insert("total".into(), t0.elapsed().as_secs_f64());
     Ok(report)
 }
@@ -82,7 +84,7 @@ type ModelData = (Witness, BTreeMap<String, u64>);
 /// The witness search (DESIGN.md section 6): race the quantified APC against APC^K; replay a
 /// model natively; when it misses the target, block it, raise K, and ask again, until the
 /// budget runs out.
-fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instant, report: &mut Report) -> Result<()> {
+fn search(config: &Config, loaded: &Loaded, native: &NativeBuild, apc: Apc, pool: ExprPool, t0: Instant, report: &mut Report) -> Result<()> {
     let apc = Arc::new(apc);
     let program = Arc::new(loaded.program.clone());
     let counters: Vec<ExprId> = apc.summaries.iter().flat_map(|(_, s)| s.counters.clone()).collect();
@@ -98,7 +100,6 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
     let mut pool = Arc::new(pool);
     let mut k = config.unfold_k;
     let mut blocking: Vec<ExprId> = vec![];
-    let mut replayer: Option<Replayer> = None;
     let mut models = 0u32;
     let timing = |report: &mut Report, key: &str, secs: f64| {
         *report.timings.entry(key.to_string()).or_insert(0.0) += secs;
@@ -169,15 +170,13 @@ fn search(config: &Config, loaded: &Loaded, apc: Apc, pool: ExprPool, t0: Instan
                 let mut refined = false;
                 while let Some((w, counter_values)) = candidate.take() {
                     models += 1;
-                    if replayer.is_none() {
-                        let rp = Replayer::new(loaded, config.keep_temps)?;
-                        if config.keep_temps {
-                            eprintln!("apc-llvm: replay files kept in {}", rp.dir().display());
-                        }
-                        replayer = Some(rp);
+                    let tb = Instant::now();
+                    let rp = native.get()?;
+                    timing(report, "native_build_wait", tb.elapsed().as_secs_f64());
+                    if config.keep_temps && models == 1 {
+                        eprintln!("apc-llvm: replay files kept in {}", rp.dir().display());
                     }
-                    let rp = replayer.as_mut().expect("just built");
-                    match replay_model(config, loaded, rp, t0, models, &w, counter_values, report)? {
+                    match replay_model(config, loaded, &rp, t0, models, &w, counter_values, report)? {
                         Replayed::Reached => return Ok(()),
                         Replayed::OutOfTime => return Ok(()),
                         Replayed::Missed => {}
@@ -229,7 +228,7 @@ enum Replayed {
 fn replay_model(
     config: &Config,
     loaded: &Loaded,
-    rp: &mut Replayer,
+    rp: &Replayer,
     t0: Instant,
     models: u32,
     w: &Witness,
@@ -237,16 +236,14 @@ fn replay_model(
     report: &mut Report,
 ) -> Result<Replayed> {
     let tr = Instant::now();
-    // Linking the driver and starting the run take up to about half a second: keep them inside
-    // the budget.
-    let left = config.timeout.saturating_sub(t0.elapsed()).saturating_sub(Duration::from_millis(700));
-    if left < Duration::from_millis(100) {
+    let left = config.timeout.saturating_sub(t0.elapsed()).saturating_sub(Duration::from_millis(100));
+    if left < Duration::from_millis(50) {
         report.reason = format!("the time budget ran out before model {models} could be replayed");
         return Ok(Replayed::OutOfTime);
     }
-    rp.limits.wall = Duration::from_secs(5).min(left);
-    rp.limits.cpu_seconds = rp.limits.wall.as_secs() + 1;
-    let run = rp.run(w)?;
+    let wall = Duration::from_secs(5).min(left);
+    let limits = crate::replay::Limits { wall, cpu_seconds: wall.as_secs() + 1, ..Default::default() };
+    let run = rp.run_with(w, limits)?;
     *report.timings.entry("replay".to_string()).or_insert(0.0) += tr.elapsed().as_secs_f64();
     let reached = run.reached.is_some();
     report.witness = Some(WitnessReport {

@@ -37,3 +37,81 @@ fn unbounded_allocation_is_stopped() {
     assert!(run.starts_with("signal") || run == "cpu time limit" || run == "timeout", "stopped by a limit: {run}");
 }
 
+
+/// One native build replays any witness of the function: parameters of every passing class,
+/// buffers with pointer slots, and the nondet stream, all read from fd 4.
+mod one_build {
+    use super::*;
+    use apc_llvm::load::{self, TargetSpec};
+    use apc_llvm::replay::Replayer;
+    use apc_llvm::witness::{ParamInput, Pointee, Witness};
+
+    const PROGRAM: &str = "\
+extern void reach_error(void);
+extern int __VERIFIER_nondet_int(void);
+/* The program's own `read` and `write`: the driver must not call them. */
+int write(int x) { return x + 1; }
+long read(long a) { return a; }
+void f(const char *s, signed char c, long n, char **pp) {
+  int k = __VERIFIER_nondet_int();
+  if (s[0] == 'x' && c == -3 && n == -5 && pp[1][0] == 'q' && k == 77 && write(1) == 2 && read(3) == 3)
+    reach_error();
+}
+";
+
+    fn witness(c: u64, nondet: u64) -> Witness {
+        let mut slots = vec![0u8; 16];
+        slots.extend([0u8; 8]);
+        Witness {
+            params: vec![
+                ParamInput::Buffer { name: "s".into(), bytes: b"xy\0".to_vec(), pointees: vec![] },
+                ParamInput::Int { name: "c".into(), width: 8, value: c },
+                ParamInput::Int { name: "n".into(), width: 64, value: (-5i64) as u64 },
+                ParamInput::Buffer {
+                    name: "pp".into(),
+                    bytes: slots,
+                    pointees: vec![
+                        Pointee { offset: 0, bytes: b"a\0".to_vec(), pointees: vec![] },
+                        Pointee { offset: 8, bytes: b"q\0".to_vec(), pointees: vec![] },
+                    ],
+                },
+            ],
+            nondet: vec![nondet],
+        }
+    }
+
+    #[test]
+    fn every_input_class_travels_through_the_witness_descriptor() {
+        let p = c_program("onebuild", PROGRAM);
+        let bc = p.dir.path().join("onebuild.bc");
+        let st = std::process::Command::new(clang())
+            .args(["-g", "-O0", "-fno-discard-value-names", "-emit-llvm", "-c"])
+            .arg(&p.path)
+            .arg("-o")
+            .arg(&bc)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let loaded = load::load(&bc, "f", &TargetSpec::Call("reach_error".into())).unwrap();
+        let rp = Replayer::new(&loaded, false).unwrap();
+        // 0xfd is -3 as a signed char: passed sign-extended.
+        let hit = rp.run(&witness(0xfd, 77)).unwrap();
+        assert_eq!(hit.reached, Some(0), "{hit:?}");
+        assert_eq!(hit.nondet_types, vec!["int".to_string()]);
+        // Each input matters: another char, another nondet value, a missing pointee.
+        assert_eq!(rp.run(&witness(0xfc, 77)).unwrap().reached, None);
+        assert_eq!(rp.run(&witness(0xfd, 78)).unwrap().reached, None);
+        let mut w = witness(0xfd, 77);
+        if let ParamInput::Buffer { pointees, .. } = &mut w.params[3] {
+            pointees.pop();
+        }
+        let missed = rp.run(&w).unwrap();
+        assert_eq!(missed.reached, None);
+        assert_ne!(missed.status, "exit 0");
+        // The same build, again: replays do not interfere.
+        assert_eq!(rp.run(&witness(0xfd, 77)).unwrap().reached, Some(0));
+        // Run directories are removed after each run.
+        let left: Vec<_> = std::fs::read_dir(rp.dir()).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().starts_with("run")).collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}

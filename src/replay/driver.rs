@@ -1,9 +1,15 @@
 //! The generated C driver: defines the target marker and the environment (nondet functions,
 //! `__VERIFIER_assume`), builds the witness's inputs and calls the analysed function.
 //!
-//! The same file is the standalone regression test of `--emit-tests`: it exits 0 exactly when the
-//! target is reached (the marker `_exit(0)`s; every other way out goes through an `atexit` hook
-//! that exits 1).
+//! Two forms share everything but where the inputs come from:
+//! * the **replay driver** ([`generate_replay`]) is built once per analysis and reads each
+//!   witness, encoded by [`encode`], from file descriptor 4, so that a replay is one exec;
+//! * the **standalone test** ([`generate`]) has the witness written out as C initialisers; it is
+//!   the regression test of `--emit-tests`.
+//!
+//! Both exit 0 exactly when the target is reached (the marker exits 0; every other way out goes
+//! through an `atexit` hook that exits 1). They talk to the kernel with raw system calls, so the
+//! program's own functions (one called `write` or `read`) cannot clash with them.
 
 use crate::ir::{Function, ParamExt, Ty};
 use crate::load::TARGET_MARKER;
@@ -15,6 +21,15 @@ use std::fmt::Write;
 pub const EXIT_NOT_REACHED: i32 = 1;
 /// Exit status when `__VERIFIER_assume` failed.
 pub const EXIT_ASSUME_FAILED: i32 = 3;
+/// Exit status of the replay driver when the witness on fd 4 is malformed or too large.
+pub const EXIT_BAD_WITNESS: i32 = 4;
+
+/// Largest encoded witness the replay driver accepts, and the size of its buffer arena.
+const REPLAY_INPUT_MAX: usize = 16 << 20;
+/// Most buffers (parameter buffers and their pointees) one witness may hold.
+const REPLAY_MAX_BUFFERS: usize = 4096;
+/// Magic number at the start of an encoded witness ("APCW", version 1).
+const WITNESS_MAGIC: u64 = 0x0001_5743_5041;
 
 /// C types of nondet functions, as logged by the driver (`nondet <index>`).
 pub const NONDET_TYPES: &[&str] = &[
@@ -40,6 +55,116 @@ pub struct DriverSpec<'a> {
     pub declared: &'a [String],
     /// Names of the targets, by number, for the comment header.
     pub targets: &'a [String],
+}
+
+impl DriverSpec<'_> {
+    /// `main(int argc, char **argv)`: the driver builds a real argv (see [`generate`]).
+    fn is_main_with_args(&self) -> bool {
+        let f = self.function;
+        self.call_name == crate::load::REPLAY_MAIN && f.params.len() == 2 && f.params[0].ty == Ty::Int(32) && f.params[1].ty == Ty::Ptr
+    }
+}
+
+/// How a parameter is passed: its C type in the call's prototype.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Passing {
+    Pointer,
+    /// Integers of at most 32 bits (narrow ones already extended as the ABI attribute says).
+    U32,
+    U64,
+    /// Floating point and the like: always zero.
+    Double,
+}
+
+impl Passing {
+    fn of(p: &crate::ir::Param) -> Passing {
+        match &p.ty {
+            Ty::Ptr => Passing::Pointer,
+            Ty::Int(w) if *w <= 32 => Passing::U32,
+            Ty::Int(_) => Passing::U64,
+            other if other.to_string().contains("float") || other.to_string().contains("double") => Passing::Double,
+            _ => Passing::U64,
+        }
+    }
+
+    fn c_type(self) -> &'static str {
+        match self {
+            Passing::Pointer => "void *",
+            Passing::U32 => "unsigned int",
+            Passing::U64 => "unsigned long long",
+            Passing::Double => "double",
+        }
+    }
+}
+
+/// The bits an integer parameter is passed with: narrow parameters travel extended to 32 bits
+/// as the callee's ABI attribute says.
+fn passed_int(p: &crate::ir::Param, value: u64) -> u64 {
+    match p.ty {
+        Ty::Int(w) if w < 32 => {
+            let v = crate::expr::mask(w, value);
+            match p.ext {
+                ParamExt::Sign => crate::expr::to_signed(w, v) as u32 as u64,
+                _ => v,
+            }
+        }
+        Ty::Int(32) => value & 0xffff_ffff,
+        _ => value,
+    }
+}
+
+/// `argc` of a witness for `main(argc, argv)`: clamped to 1..=64 (argv's strings are empty; the
+/// analysis treats them as unknown).
+fn argc_of(w: &Witness) -> i32 {
+    match w.params.first() {
+        Some(ParamInput::Int { value, .. }) => (*value as u32 as i32).clamp(1, 64),
+        _ => 1,
+    }
+}
+
+/// The part both drivers share: system calls, the marker, the trace on fd 3, the nondet
+/// functions over `apc_next()`, `__VERIFIER_assume`, and the prototype of the function under test.
+fn prologue(spec: &DriverSpec, out: &mut String) {
+    let f = spec.function;
+    let _ = writeln!(out, "/* apc-llvm replay driver for {}() — targets: {} */", f.name, spec.targets.join(", "));
+    let _ = writeln!(out, "/* Exits 0 exactly when a target block is entered; the target number goes to fd 3 if open. */");
+    // No headers: the program's own names must not clash with library declarations.
+    out.push_str("int atexit(void (*)(void));\n\n");
+    out.push_str(
+        "static long apc_sys(long n, long a, long b, long c) {\n  long r;\n  __asm__ volatile(\"syscall\" : \"=a\"(r) : \"a\"(n), \"D\"(a), \"S\"(b), \"d\"(c) : \"rcx\", \"r11\", \"memory\");\n  return r;\n}\n",
+    );
+    out.push_str("static void apc_exit(int code) { for (;;) apc_sys(231, code, 0, 0); }\n");
+    let _ = writeln!(out, "static void apc_not_reached(void) {{ apc_exit({EXIT_NOT_REACHED}); }}");
+    let _ = writeln!(
+        out,
+        "static void apc_trace(const char *kind, unsigned v) {{\n  char msg[64]; int n = 0; while (kind[n] && n < 40) {{ msg[n] = kind[n]; n++; }}\n  msg[n++] = ' '; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  apc_sys(1, 3, (long)msg, n);\n}}\nvoid {TARGET_MARKER}(int id) {{ apc_trace(\"hit\", (unsigned)id); apc_exit(0); }}\n"
+    );
+    out.push_str("static unsigned long long apc_next(void);\n");
+    for name in spec.declared {
+        if let Some(suffix) = name.strip_prefix("__VERIFIER_nondet_") {
+            let ty = nondet_c_type(suffix).unwrap_or("long long");
+            // Each call logs its C type (index into NONDET_TYPES) for the Test-Comp inputs.
+            let tix = NONDET_TYPES.iter().position(|t| *t == ty).unwrap_or(0);
+            if ty == "_Bool" {
+                let _ = writeln!(out, "_Bool {name}(void) {{ apc_trace(\"nondet\", {tix}u); return (_Bool)(apc_next() & 1); }}");
+            } else {
+                let _ = writeln!(out, "{ty} {name}(void) {{ apc_trace(\"nondet\", {tix}u); return ({ty})apc_next(); }}");
+            }
+        }
+    }
+    if spec.declared.iter().any(|n| n == "__VERIFIER_assume") {
+        let _ = writeln!(out, "void __VERIFIER_assume(int c) {{ if (!c) apc_exit({EXIT_ASSUME_FAILED}); }}");
+    }
+    let types: Vec<&str> =
+        if spec.is_main_with_args() { vec!["int", "char **"] } else { f.params.iter().map(|p| Passing::of(p).c_type()).collect() };
+    let proto = if types.is_empty() { "void".to_string() } else { types.join(", ") };
+    // Called through an asm label, so that its name cannot clash with anything declared here.
+    let _ = writeln!(out, "\nvoid apc_function_under_test({proto}) __asm__(\"{}\");\n", spec.call_name);
+}
+
+/// The statements building a real argv of `argc` entries ("apc", then empty strings).
+fn argv_c(argc: &str) -> String {
+    format!("  static char apc_arg0[] = \"apc\", apc_empty[] = \"\";\n  static char *apc_argv[66];\n  apc_argv[0] = apc_arg0;\n  for (int k = 1; k < {argc}; k++) apc_argv[k] = apc_empty;\n  apc_argv[{argc}] = 0;\n")
 }
 
 fn c_bytes(bytes: &[u8]) -> String {
@@ -69,57 +194,24 @@ fn buffer_c(bytes: &[u8], pointees: &[Pointee], buf_index: &mut usize, decls: &m
     format!("apc_buf{k}")
 }
 
-/// The C type a parameter is passed as, and the value expression for it.
-fn param_c(p: &crate::ir::Param, input: Option<&ParamInput>, buf_index: &mut usize, decls: &mut String) -> (String, String) {
-    match (&p.ty, input) {
-        (Ty::Ptr, Some(ParamInput::Buffer { bytes, pointees, .. })) => ("void *".into(), buffer_c(bytes, pointees, buf_index, decls)),
-        (Ty::Ptr, _) => ("void *".into(), "(void *)0".into()),
-        (Ty::Int(w), Some(ParamInput::Int { value, .. })) => {
-            if *w < 32 {
-                // Narrow parameters travel extended to 32 bits as the callee's ABI attribute says.
-                let v = crate::expr::mask(*w, *value);
-                let ext = match p.ext {
-                    ParamExt::Sign => crate::expr::to_signed(*w, v) as u32 as u64,
-                    _ => v,
-                };
-                ("unsigned int".into(), format!("{ext}u"))
-            } else if *w == 32 {
-                ("unsigned int".into(), format!("{}u", value & 0xffff_ffff))
-            } else {
-                ("unsigned long long".into(), format!("{value}ull"))
-            }
-        }
-        (Ty::Int(w), _) if *w <= 32 => ("unsigned int".into(), "0u".into()),
-        (Ty::Int(_), _) => ("unsigned long long".into(), "0ull".into()),
-        (other, _) => {
-            // Floating point and the like: zero of a type of the same register class is not
-            // expressible in general; pass a double 0 for float types, else a zero pointer-size.
-            if other.to_string().contains("float") || other.to_string().contains("double") {
-                ("double".into(), "0.0".into())
-            } else {
-                ("unsigned long long".into(), "0ull".into())
-            }
-        }
+/// The value expression of one parameter in the standalone test.
+fn param_c(p: &crate::ir::Param, input: Option<&ParamInput>, buf_index: &mut usize, decls: &mut String) -> String {
+    match (Passing::of(p), input) {
+        (Passing::Pointer, Some(ParamInput::Buffer { bytes, pointees, .. })) => buffer_c(bytes, pointees, buf_index, decls),
+        (Passing::Pointer, _) => "(void *)0".into(),
+        (Passing::U32, Some(ParamInput::Int { value, .. })) => format!("{}u", passed_int(p, *value)),
+        (Passing::U64, Some(ParamInput::Int { value, .. })) => format!("{}ull", passed_int(p, *value)),
+        (Passing::U32, _) => "0u".into(),
+        (Passing::U64, _) => "0ull".into(),
+        (Passing::Double, _) => "0.0".into(),
     }
 }
 
-/// Generates the driver's C source for one witness.
+/// Generates the standalone test's C source for one witness.
 pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
     let f = spec.function;
     let mut out = String::new();
-    let _ = writeln!(out, "/* apc-llvm replay driver for {}() — targets: {} */", f.name, spec.targets.join(", "));
-    let _ = writeln!(
-        out,
-        "/* Exits 0 exactly when a target block is entered; the target number goes to fd 3 if open. */"
-    );
-    // No headers: the program's own names (a function called `brk` or `write`) must not clash
-    // with library declarations. The three library functions used are declared here.
-    out.push_str("void _exit(int);\nlong write(int, const void *, unsigned long);\nint atexit(void (*)(void));\n\n");
-    let _ = writeln!(out, "static void apc_not_reached(void) {{ _exit({EXIT_NOT_REACHED}); }}");
-    let _ = writeln!(
-        out,
-        "static void apc_trace(const char *kind, unsigned v) {{\n  char msg[64]; int n = 0; while (kind[n] && n < 40) {{ msg[n] = kind[n]; n++; }}\n  msg[n++] = ' '; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  (void)!write(3, msg, (unsigned long)n);\n}}\nvoid {TARGET_MARKER}(int id) {{ apc_trace(\"hit\", (unsigned)id); _exit(0); }}\n"
-    );
+    prologue(spec, &mut out);
     // The nondet stream.
     let values: Vec<String> = w.nondet.iter().map(|v| format!("{v}ull")).collect();
     let _ = writeln!(
@@ -134,56 +226,232 @@ pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
         "static unsigned long long apc_next(void) {{ return apc_pos < {} ? apc_stream[apc_pos++] : (apc_pos++, 0ull); }}\n",
         w.nondet.len()
     );
-    for name in spec.declared {
-        if let Some(suffix) = name.strip_prefix("__VERIFIER_nondet_") {
-            let ty = nondet_c_type(suffix).unwrap_or("long long");
-            // Each call logs its C type (index into NONDET_TYPES) for the Test-Comp inputs.
-            let tix = NONDET_TYPES.iter().position(|t| *t == ty).unwrap_or(0);
-            if ty == "_Bool" {
-                let _ = writeln!(out, "_Bool {name}(void) {{ apc_trace(\"nondet\", {tix}u); return (_Bool)(apc_next() & 1); }}");
-            } else {
-                let _ = writeln!(out, "{ty} {name}(void) {{ apc_trace(\"nondet\", {tix}u); return ({ty})apc_next(); }}");
-            }
-        }
-    }
-    if spec.declared.iter().any(|n| n == "__VERIFIER_assume") {
-        let _ = writeln!(out, "void __VERIFIER_assume(int c) {{ if (!c) _exit({EXIT_ASSUME_FAILED}); }}");
-    }
     // The call.
     let mut decls = String::new();
     let mut buf_index = 0;
-    let mut types = vec![];
-    let mut args = vec![];
-    let is_main_with_args = spec.call_name == crate::load::REPLAY_MAIN
-        && f.params.len() == 2
-        && f.params[0].ty == Ty::Int(32)
-        && f.params[1].ty == Ty::Ptr;
-    if is_main_with_args {
-        // main(argc, argv): a real argv of argc entries ("apc", then empty strings), argc from
-        // the witness clamped to 1..=64; the analysis treats argv's strings as unknown.
-        let argc = match w.params.first() {
-            Some(ParamInput::Int { value, .. }) => (*value as u32 as i32).clamp(1, 64),
-            _ => 1,
-        };
-        let _ = writeln!(
-            decls,
-            "  static char apc_arg0[] = \"apc\", apc_empty[] = \"\";\n  static char *apc_argv[66];\n  apc_argv[0] = apc_arg0;\n  for (int k = 1; k < {argc}; k++) apc_argv[k] = apc_empty;\n  apc_argv[{argc}] = 0;"
-        );
-        types = vec!["int".into(), "char **".into()];
-        args = vec![argc.to_string(), "apc_argv".into()];
+    let args: Vec<String> = if spec.is_main_with_args() {
+        let argc = argc_of(w);
+        decls.push_str(&argv_c(&argc.to_string()));
+        vec![argc.to_string(), "apc_argv".into()]
     } else {
-        for (k, p) in f.params.iter().enumerate() {
-            let (t, v) = param_c(p, w.params.get(k), &mut buf_index, &mut decls);
-            types.push(t);
-            args.push(v);
-        }
-    }
-    let proto = if types.is_empty() { "void".to_string() } else { types.join(", ") };
-    // Called through an asm label, so that its name cannot clash with anything declared here.
-    let _ = writeln!(out, "\nvoid apc_function_under_test({proto}) __asm__(\"{}\");\n", spec.call_name);
+        f.params.iter().enumerate().map(|(k, p)| param_c(p, w.params.get(k), &mut buf_index, &mut decls)).collect()
+    };
     out.push_str("int main(void) {\n  atexit(apc_not_reached);\n");
     out.push_str(&decls);
     let _ = writeln!(out, "  apc_function_under_test({});", args.join(", "));
     let _ = writeln!(out, "  return {EXIT_NOT_REACHED};\n}}");
     out
+}
+
+/// Generates the replay driver: it reads a witness encoded by [`encode`] from fd 4, lays its
+/// buffers out in a static arena (16-byte aligned, pointer slots patched), and makes the call.
+pub fn generate_replay(spec: &DriverSpec) -> String {
+    let f = spec.function;
+    let mut out = String::new();
+    prologue(spec, &mut out);
+    let _ = writeln!(
+        out,
+        "#define APC_INPUT_MAX {REPLAY_INPUT_MAX}ul\n#define APC_MAX_BUFFERS {REPLAY_MAX_BUFFERS}ul\n#define APC_BAD {EXIT_BAD_WITNESS}"
+    );
+    out.push_str(
+        r#"static unsigned char apc_input[APC_INPUT_MAX] __attribute__((aligned(16)));
+static unsigned char apc_arena[APC_INPUT_MAX] __attribute__((aligned(16)));
+static unsigned char *apc_bufs[APC_MAX_BUFFERS];
+static unsigned long apc_len, apc_at, apc_stream_at, apc_stream_len, apc_pos;
+static unsigned long long apc_params[64];
+static unsigned long long apc_word(void) {
+  if (apc_at + 8 > apc_len) apc_exit(APC_BAD);
+  unsigned long long v = 0;
+  for (int k = 7; k >= 0; k--) v = (v << 8) | apc_input[apc_at + k];
+  apc_at += 8;
+  return v;
+}
+static unsigned long long apc_next(void) {
+  if (apc_pos >= apc_stream_len) { apc_pos++; return 0ull; }
+  unsigned long long v = 0;
+  for (int k = 7; k >= 0; k--) v = (v << 8) | apc_input[apc_stream_at + 8 * apc_pos + k];
+  apc_pos++;
+  return v;
+}
+static void apc_read_witness(void) {
+  long n;
+  while (apc_len < APC_INPUT_MAX && (n = apc_sys(0, 4, (long)(apc_input + apc_len), (long)(APC_INPUT_MAX - apc_len))) > 0) apc_len += (unsigned long)n;
+  if (apc_len >= APC_INPUT_MAX) apc_exit(APC_BAD);
+  apc_sys(3, 4, 0, 0);
+"#,
+    );
+    let _ = writeln!(out, "  if (apc_word() != {WITNESS_MAGIC}ull) apc_exit(APC_BAD);");
+    out.push_str(
+        r#"  apc_stream_len = apc_word();
+  if (apc_stream_len > (apc_len - apc_at) / 8) apc_exit(APC_BAD);
+  apc_stream_at = apc_at;
+  apc_at += 8 * apc_stream_len;
+  unsigned long nbuf = apc_word(), used = 0;
+  if (nbuf > APC_MAX_BUFFERS) apc_exit(APC_BAD);
+  for (unsigned long b = 0; b < nbuf; b++) {
+    unsigned long len = apc_word();
+    if (len > apc_len - apc_at || len > APC_INPUT_MAX - used) apc_exit(APC_BAD);
+    apc_bufs[b] = apc_arena + used;
+    for (unsigned long k = 0; k < len; k++) apc_arena[used + k] = apc_input[apc_at + k];
+    apc_at += (len + 7) & ~7ul;
+    used += len ? (len + 15) & ~15ul : 16;
+  }
+  unsigned long nslots = apc_word();
+  for (unsigned long s = 0; s < nslots; s++) {
+    unsigned long b = apc_word(), off = apc_word(), child = apc_word();
+    if (b >= nbuf || child >= nbuf || off > APC_INPUT_MAX) apc_exit(APC_BAD);
+    *(void **)(apc_bufs[b] + off) = apc_bufs[child];
+  }
+  unsigned long nparams = apc_word();
+  if (nparams > 64) apc_exit(APC_BAD);
+  for (unsigned long p = 0; p < nparams; p++) {
+    unsigned long long tag = apc_word(), v = apc_word();
+    if (tag == 1) { if (v >= nbuf) apc_exit(APC_BAD); apc_params[p] = (unsigned long long)apc_bufs[v]; }
+    else apc_params[p] = tag == 0 ? v : 0ull;
+  }
+}
+"#,
+    );
+    out.push_str("int main(void) {\n  atexit(apc_not_reached);\n  apc_read_witness();\n");
+    let args: Vec<String> = if spec.is_main_with_args() {
+        out.push_str(&argv_c("(int)apc_params[0]"));
+        vec!["(int)apc_params[0]".into(), "apc_argv".into()]
+    } else {
+        f.params
+            .iter()
+            .enumerate()
+            .map(|(k, p)| match Passing::of(p) {
+                Passing::Pointer => format!("(void *)apc_params[{k}]"),
+                Passing::U32 => format!("(unsigned int)apc_params[{k}]"),
+                Passing::U64 => format!("apc_params[{k}]"),
+                Passing::Double => "0.0".into(),
+            })
+            .collect()
+    };
+    let _ = writeln!(out, "  apc_function_under_test({});", args.join(", "));
+    let _ = writeln!(out, "  return {EXIT_NOT_REACHED};\n}}");
+    out
+}
+
+/// Encodes `w` for the replay driver of `spec`: little-endian 64-bit words: magic; the nondet
+/// stream (count, values); the buffers (count, then per buffer its length and bytes padded to
+/// 8); the pointer slots (count, then buffer, offset, pointee buffer); the parameters (count,
+/// then per parameter a tag, 0 integer / 1 buffer / 2 zero, and its value or buffer index).
+pub fn encode(spec: &DriverSpec, w: &Witness) -> Vec<u8> {
+    fn flatten<'a>(bytes: &'a [u8], pointees: &'a [Pointee], bufs: &mut Vec<&'a [u8]>, slots: &mut Vec<[u64; 3]>) -> u64 {
+        let me = bufs.len() as u64;
+        bufs.push(bytes);
+        for p in pointees {
+            let child = flatten(&p.bytes, &p.pointees, bufs, slots);
+            // A slot that does not fit its buffer would write outside it: leave it out.
+            if p.offset.checked_add(8).is_some_and(|end| end <= bytes.len() as u64) {
+                slots.push([me, p.offset, child]);
+            }
+        }
+        me
+    }
+    let mut bufs: Vec<&[u8]> = vec![];
+    let mut slots = vec![];
+    let params: Vec<[u64; 2]> = if spec.is_main_with_args() {
+        vec![[0, argc_of(w) as u64], [2, 0]]
+    } else {
+        spec.function
+            .params
+            .iter()
+            .enumerate()
+            .map(|(k, p)| match (Passing::of(p), w.params.get(k)) {
+                (Passing::Pointer, Some(ParamInput::Buffer { bytes, pointees, .. })) => [1, flatten(bytes, pointees, &mut bufs, &mut slots)],
+                (Passing::U32 | Passing::U64, Some(ParamInput::Int { value, .. })) => [0, passed_int(p, *value)],
+                _ => [2, 0],
+            })
+            .collect()
+    };
+    let mut out = Vec::with_capacity(64 + 8 * w.nondet.len() + bufs.iter().map(|b| b.len() + 16).sum::<usize>());
+    let word = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
+    word(&mut out, WITNESS_MAGIC);
+    word(&mut out, w.nondet.len() as u64);
+    for v in &w.nondet {
+        word(&mut out, *v);
+    }
+    word(&mut out, bufs.len() as u64);
+    for b in &bufs {
+        word(&mut out, b.len() as u64);
+        out.extend_from_slice(b);
+        out.resize(out.len().next_multiple_of(8), 0);
+    }
+    word(&mut out, slots.len() as u64);
+    for s in &slots {
+        for v in s {
+            word(&mut out, *v);
+        }
+    }
+    word(&mut out, params.len() as u64);
+    for p in &params {
+        word(&mut out, p[0]);
+        word(&mut out, p[1]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Function, Param};
+
+    fn function(name: &str, params: Vec<(&str, Ty, ParamExt)>) -> Function {
+        Function {
+            name: name.into(),
+            params: params.into_iter().enumerate().map(|(k, (n, ty, ext))| Param { value: crate::ir::ValueId(k as u32), name: n.into(), ty, ext }).collect(),
+            ret: Ty::Void,
+            blocks: vec![],
+            value_types: vec![],
+            value_names: vec![],
+            in_cycle: vec![],
+        }
+    }
+
+    fn words(b: &[u8]) -> Vec<u64> {
+        b.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+    }
+
+    #[test]
+    fn encoding_lists_stream_buffers_slots_and_parameters() {
+        let f = function("f", vec![("p", Ty::Ptr, ParamExt::None), ("c", Ty::Int(8), ParamExt::Sign)]);
+        let spec = DriverSpec { function: &f, call_name: "f", declared: &[], targets: &[] };
+        let w = Witness {
+            params: vec![
+                ParamInput::Buffer {
+                    name: "p".into(),
+                    bytes: vec![0; 8],
+                    pointees: vec![Pointee { offset: 0, bytes: vec![7], pointees: vec![] }, Pointee { offset: 4, bytes: vec![], pointees: vec![] }],
+                },
+                ParamInput::Int { name: "c".into(), width: 8, value: 0xff },
+            ],
+            nondet: vec![5, 6],
+        };
+        let e = encode(&spec, &w);
+        assert_eq!(e.len() % 8, 0);
+        #[rustfmt::skip]
+        let expect = vec![
+            WITNESS_MAGIC,
+            2, 5, 6,                     // stream
+            3, 8, 0, 1, 7, 0,            // buffers: 8 bytes; 1 byte (padded); empty
+            1, 0, 0, 1,                  // one slot: the one at offset 4 does not fit
+            2, 1, 0, 0, 0xffff_ffff,     // parameters: buffer 0; c = -1 as 32 bits
+        ];
+        assert_eq!(words(&e), expect);
+    }
+
+    #[test]
+    fn both_drivers_call_through_the_same_prototype() {
+        let f = function("g", vec![("x", Ty::Int(64), ParamExt::None)]);
+        let spec = DriverSpec { function: &f, call_name: "g", declared: &["__VERIFIER_nondet_int".to_string()], targets: &[] };
+        let proto = "void apc_function_under_test(unsigned long long) __asm__(\"g\");";
+        let replay = generate_replay(&spec);
+        let standalone = generate(&spec, &Witness::default());
+        assert!(replay.contains(proto) && standalone.contains(proto), "{replay}");
+        assert!(replay.contains("int __VERIFIER_nondet_int(void)") && standalone.contains("int __VERIFIER_nondet_int(void)"));
+        assert!(standalone.contains("apc_function_under_test(0ull)"));
+        assert!(replay.contains("apc_function_under_test(apc_params[0])"));
+    }
 }

@@ -1,5 +1,6 @@
-//! Native replay: compile the instrumented program with a generated driver for x86-64, run it in
-//! a sandbox on a witness, and observe whether a target block was entered.
+//! Native replay: the instrumented program is compiled and linked once per analysis, with a
+//! generated driver that reads each witness from fd 4 ([`driver::generate_replay`]); a replay is
+//! then one sandboxed exec on a witness, observing whether a target block was entered.
 
 pub mod driver;
 pub mod sandbox;
@@ -12,20 +13,24 @@ use crate::load::{clang_path, Loaded};
 use crate::witness::Witness;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
 use tracing::debug;
 
-/// Compiles the instrumented program once and replays witnesses against it.
+/// The program built once for replay: an executable that runs any witness of the analysed
+/// function. `Sync`: engines on several threads replay through one `Replayer`.
 pub struct Replayer {
     dir: tempfile::TempDir,
-    object: PathBuf,
+    exe: PathBuf,
     function: Function,
     call_name: String,
     declared: Vec<String>,
     targets: Vec<String>,
     /// Stubs for functions the program calls but nobody defines (found at the first link).
-    stubs: std::cell::RefCell<Option<String>>,
-    runs: std::cell::Cell<u32>,
-    pub limits: Limits,
+    stubs: Option<String>,
+    runs: AtomicU32,
+    keep_temps: bool,
 }
 
 fn run_clang(args: &[&std::ffi::OsStr]) -> Result<std::process::Output> {
@@ -36,8 +41,14 @@ fn run_clang(args: &[&std::ffi::OsStr]) -> Result<std::process::Output> {
         .map_err(|e| Error::internal(format!("cannot run {}: {e}", clang.display())))
 }
 
+fn write(path: &Path, content: &[u8]) -> Result<()> {
+    std::fs::write(path, content).map_err(|e| Error::internal(format!("writing {}: {e}", path.display())))
+}
+
 impl Replayer {
-    /// Writes the instrumented bitcode and compiles it to an x86-64 object.
+    /// Builds the replay executable: the instrumented bitcode and the replay driver, linked
+    /// statically; functions nobody defines get stubs returning 0 (the analysis treats their
+    /// results as unknown anyway).
     pub fn new(loaded: &Loaded, keep_temps: bool) -> Result<Replayer> {
         let mut dir = tempfile::Builder::new()
             .prefix("apc-replay-")
@@ -46,66 +57,39 @@ impl Replayer {
         if keep_temps {
             dir.disable_cleanup(true);
         }
-        let bc = dir.path().join("program.bc");
-        std::fs::write(&bc, &loaded.instrumented_bitcode).map_err(|e| Error::internal(format!("writing {}: {e}", bc.display())))?;
-        let object = dir.path().join("program.o");
-        let out = run_clang(&["-c".as_ref(), "-O0".as_ref(), "-w".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref(), bc.as_os_str(), "-o".as_ref(), object.as_os_str()])?;
-        if !out.status.success() {
-            return Err(Error::internal(format!(
-                "clang could not compile the instrumented program: {}",
-                String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("")
-            )));
-        }
-        Ok(Replayer {
+        let mut rp = Replayer {
+            exe: dir.path().join("prog"),
             dir,
-            object,
             function: loaded.program.function.clone(),
             call_name: loaded.replay_function.clone(),
             declared: loaded.declared_functions.clone(),
             targets: loaded.target_blocks.clone(),
-            stubs: Default::default(),
-            runs: Default::default(),
-            limits: Limits::default(),
-        })
-    }
-
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// The driver source for `w` (also the standalone regression test).
-    pub fn driver_source(&self, w: &Witness) -> String {
-        let spec = driver::DriverSpec {
-            function: &self.function,
-            call_name: &self.call_name,
-            declared: &self.declared,
-            targets: &self.targets,
+            stubs: None,
+            runs: AtomicU32::new(0),
+            keep_temps,
         };
-        let mut src = driver::generate(&spec, w);
-        if let Some(stubs) = self.stubs.borrow().as_ref() {
-            src.push_str(stubs);
-        }
-        src
-    }
-
-    /// Links driver + program statically into `exe`; undefined external functions get stubs
-    /// returning 0 (the analysis treats their results as unknown anyway).
-    fn link(&self, w: &Witness, work: &Path, exe: &Path) -> Result<()> {
+        let bc = rp.dir.path().join("program.bc");
+        write(&bc, &loaded.instrumented_bitcode)?;
+        let driver = rp.dir.path().join("driver.c");
         for attempt in 0..2 {
-            let driver = work.join("driver.c");
-            std::fs::write(&driver, self.driver_source(w)).map_err(|e| Error::internal(format!("writing driver: {e}")))?;
+            let mut source = driver::generate_replay(&rp.spec());
+            if let Some(stubs) = &rp.stubs {
+                source.push_str(stubs);
+            }
+            write(&driver, source.as_bytes())?;
             let out = run_clang(&[
                 "-O0".as_ref(),
                 "-w".as_ref(),
                 "-static".as_ref(),
+                "--target=x86_64-pc-linux-gnu".as_ref(),
                 driver.as_os_str(),
-                self.object.as_os_str(),
+                bc.as_os_str(),
                 "-lm".as_ref(),
                 "-o".as_ref(),
-                exe.as_os_str(),
+                rp.exe.as_os_str(),
             ])?;
             if out.status.success() {
-                return Ok(());
+                return Ok(rp);
             }
             let stderr = String::from_utf8_lossy(&out.stderr);
             let missing: std::collections::BTreeSet<String> = stderr
@@ -116,32 +100,103 @@ impl Replayer {
                 .collect();
             if attempt == 1 || missing.is_empty() {
                 return Err(Error::internal(format!(
-                    "linking the replay driver failed: {}",
+                    "building the replay program failed: {}",
                     stderr.lines().find(|l| l.contains("error")).unwrap_or("")
                 )));
             }
-            let stubs: String = missing.iter().map(|m| format!("long {m}() {{ return 0; }}\n")).collect();
             debug!(?missing, "stubbing undefined functions for replay");
-            *self.stubs.borrow_mut() = Some(stubs);
+            rp.stubs = Some(missing.iter().map(|m| format!("long {m}() {{ return 0; }}\n")).collect());
         }
-        unreachable!()
+        unreachable!("the loop returns on its second attempt")
     }
 
-    /// Builds and runs the program on `w` in a fresh sandbox directory.
+    /// Starts [`Replayer::new`] on a thread of its own: the native build runs while the APC is
+    /// built and solved.
+    pub fn build_in_background(loaded: &Loaded, keep_temps: bool) -> NativeBuild {
+        let loaded = loaded.clone();
+        let handle = std::thread::Builder::new()
+            .name("native-build".into())
+            .spawn(move || Replayer::new(&loaded, keep_temps))
+            .map_err(|e| format!("cannot start the native build: {e}"));
+        NativeBuild { handle: Mutex::new(Some(handle)), result: OnceLock::new() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn spec(&self) -> driver::DriverSpec<'_> {
+        driver::DriverSpec { function: &self.function, call_name: &self.call_name, declared: &self.declared, targets: &self.targets }
+    }
+
+    /// The standalone driver source for `w` (the regression test of `--emit-tests`).
+    pub fn driver_source(&self, w: &Witness) -> String {
+        let mut src = driver::generate(&self.spec(), w);
+        if let Some(stubs) = &self.stubs {
+            src.push_str(stubs);
+        }
+        src
+    }
+
+    /// Runs the program on `w` with the default limits.
     pub fn run(&self, w: &Witness) -> Result<RunOutcome> {
-        let n = self.runs.get();
-        self.runs.set(n + 1);
+        self.run_with(w, Limits::default())
+    }
+
+    /// Runs the program on `w` in a fresh sandbox directory (removed afterwards unless temporary
+    /// files are kept).
+    pub fn run_with(&self, w: &Witness, limits: Limits) -> Result<RunOutcome> {
+        let n = self.runs.fetch_add(1, Ordering::Relaxed);
         let work = self.dir.path().join(format!("run{n}"));
-        std::fs::create_dir_all(&work).map_err(|e| Error::internal(format!("creating {}: {e}", work.display())))?;
         let jail = work.join("jail");
         std::fs::create_dir_all(&jail).map_err(|e| Error::internal(format!("creating {}: {e}", jail.display())))?;
         let exe = jail.join("prog");
-        self.link(w, &work, &exe)?;
+        if std::fs::hard_link(&self.exe, &exe).is_err() {
+            std::fs::copy(&self.exe, &exe).map_err(|e| Error::internal(format!("copying the replay program: {e}")))?;
+        }
+        let witness = work.join("witness");
+        write(&witness, &driver::encode(&self.spec(), w))?;
+        let input = std::fs::File::open(&witness).map_err(|e| Error::internal(format!("opening {}: {e}", witness.display())))?;
         // The run's uid ("nobody") must be able to write its own directory.
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&jail, std::fs::Permissions::from_mode(0o777));
-        let out = sandbox::run(&jail, self.limits).map_err(|e| Error::internal(format!("replay: {e}")))?;
+        let out = sandbox::run(&jail, limits, Some(&input)).map_err(|e| Error::internal(format!("replay: {e}")));
+        if !self.keep_temps {
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        let out = out?;
         debug!(run = n, ?out, "replayed");
         Ok(out)
+    }
+}
+
+/// A native build under way ([`Replayer::build_in_background`]); [`NativeBuild::get`] waits for it.
+pub struct NativeBuild {
+    handle: Mutex<Option<std::result::Result<JoinHandle<Result<Replayer>>, String>>>,
+    result: OnceLock<std::result::Result<Arc<Replayer>, String>>,
+}
+
+impl NativeBuild {
+    /// The replayer, once built (the first caller waits for the build).
+    pub fn get(&self) -> Result<Arc<Replayer>> {
+        let r = self.result.get_or_init(|| {
+            let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner()).take();
+            match handle {
+                Some(Ok(h)) => match h.join() {
+                    Ok(Ok(rp)) => Ok(Arc::new(rp)),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err("the native build panicked".into()),
+                },
+                Some(Err(e)) => Err(e),
+                None => Err("the native build was already collected".into()),
+            }
+        });
+        r.clone().map_err(Error::internal)
+    }
+
+    /// Whether the build has finished (successfully or not) without waiting for it.
+    pub fn is_done(&self) -> bool {
+        self.result.get().is_some()
+            || self.handle.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|h| h.as_ref().map_or(true, |h| h.is_finished()))
     }
 }

@@ -43,8 +43,11 @@ fn set_limit(resource: libc::__rlimit_resource_t, value: u64) {
     unsafe { libc::setrlimit(resource, &lim) };
 }
 
-/// Runs the statically linked executable `dir/prog` inside `dir`.
-pub fn run(dir: &Path, limits: Limits) -> std::io::Result<RunOutcome> {
+/// Runs the statically linked executable `dir/prog` inside `dir`, with `input` (if any) open
+/// for reading on fd 4.
+pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>) -> std::io::Result<RunOutcome> {
+    use std::os::fd::AsRawFd;
+    let input_fd = input.map_or(-1, |f| f.as_raw_fd());
     let mut fds = [0i32; 2];
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(std::io::Error::last_os_error());
@@ -60,8 +63,18 @@ pub fn run(dir: &Path, limits: Limits) -> std::io::Result<RunOutcome> {
         cmd.pre_exec(move || {
             // Only async-signal-safe calls between fork and exec.
             libc::setsid();
-            if libc::dup2(write_fd, 3) < 0 {
+            // Move both descriptors out of the way first: either may already be 3 or 4.
+            let marker = libc::fcntl(write_fd, libc::F_DUPFD, 100);
+            let witness = if input_fd >= 0 { libc::fcntl(input_fd, libc::F_DUPFD, 100) } else { -1 };
+            if marker < 0 || libc::dup2(marker, 3) < 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if witness >= 0 && libc::dup2(witness, 4) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(marker);
+            if witness >= 0 {
+                libc::close(witness);
             }
             let confined = if is_root {
                 libc::chroot(root.as_ptr()) == 0

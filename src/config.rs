@@ -1,5 +1,6 @@
 //! One struct for every knob of a run.
 
+use crate::engine::EngineKind;
 use crate::load::TargetSpec;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,6 +27,8 @@ pub struct Config {
     pub emit_tests: Option<PathBuf>,
     /// Keep the replay's temporary directory (driver, executable) for inspection.
     pub keep_temps: bool,
+    /// The engines raced for the answer (`--engine`).
+    pub engines: Vec<EngineKind>,
 }
 
 impl Config {
@@ -41,6 +44,7 @@ impl Config {
             unfold_k: 25,
             max_unfold_k: 200,
             max_models: 8,
+            engines: EngineKind::ALL.to_vec(),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod apc;
 pub mod cfg;
 pub mod config;
+pub mod engine;
 pub mod error;
 pub mod expr;
 pub mod ir;

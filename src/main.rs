@@ -52,6 +52,10 @@ struct Cli {
     /// Models to replay before answering unknown
     #[arg(long, value_name = "N", default_value_t = 8)]
     max_models: u32,
+    /// Engines raced for the answer, comma-separated: apc (abstract path condition: proofs and
+    /// models). Default: all
+    #[arg(long, value_name = "LIST")]
+    engine: Option<String>,
     /// Keep the replay's temporary files (driver source, executable) and print where they are
     #[arg(long)]
     keep_temps: bool,
@@ -100,6 +104,9 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         }
     }
     config.emit_tests = cli.emit_tests.clone();
+    if let Some(list) = &cli.engine {
+        config.engines = apc_llvm::engine::EngineKind::parse_list(list).map_err(Error::bad_input)?;
+    }
     Ok(config)
 }
 

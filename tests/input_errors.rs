@@ -106,3 +106,12 @@ fn help_explains_targets_and_exit_status() {
         assert!(text.contains(needle), "--help lacks {needle}");
     }
 }
+
+#[test]
+fn unknown_engine_is_named() {
+    let p = c_program("eng", "void f(int x) { if (x) return; }");
+    let out = run_on(&p.path, &["--function", "f", "--block", "entry", "--engine", "apc,klee"]);
+    assert_bad_input(&out, "unknown engine `klee`");
+    let out = run_on(&p.path, &["--function", "f", "--block", "entry", "--engine", ","]);
+    assert_bad_input(&out, "--engine");
+}

@@ -66,6 +66,10 @@ pub struct Report {
     /// Files written by `--emit-tests`.
     pub tests: Vec<String>,
     pub timings: BTreeMap<String, f64>,
+    /// The engine whose finding decided the verdict, if one did.
+    pub engine: Option<String>,
+    /// What each engine of the portfolio did.
+    pub engines: BTreeMap<String, crate::engine::EngineSummary>,
 }
 
 /// The inputs of a model and what their native replay did.
@@ -122,6 +126,8 @@ impl Report {
             witness: None,
             tests: vec![],
             timings: BTreeMap::new(),
+            engine: None,
+            engines: BTreeMap::new(),
         }
     }
 
@@ -189,6 +195,22 @@ impl Report {
         let _ = writeln!(out, "\nverdict: {}", self.verdict);
         if !self.reason.is_empty() {
             let _ = writeln!(out, "reason:  {}", self.reason);
+        }
+        if let Some(e) = &self.engine {
+            let _ = writeln!(out, "engine:  {e}");
+        }
+        if self.engines.len() > 1 {
+            for (name, e) in &self.engines {
+                let stats: Vec<String> = e.stats.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let _ = writeln!(
+                    out,
+                    "  {name}: {} after {:.3}s{}{}",
+                    e.outcome,
+                    e.seconds,
+                    if e.reason.is_empty() || e.outcome == "reachable" { String::new() } else { format!(" ({})", e.reason) },
+                    if stats.is_empty() { String::new() } else { format!(" [{}]", stats.join(", ")) }
+                );
+            }
         }
         if !self.timings.is_empty() {
             let t: Vec<String> = self.timings.iter().map(|(k, v)| format!("{k} {v:.3}s")).collect();

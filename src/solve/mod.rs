@@ -242,6 +242,18 @@ pub fn race<T: Send + 'static>(
     timeout: Duration,
     extract: ModelExtractor<T>,
 ) -> Vec<RaceEntry<T>> {
+    race_until(pool, queries, timeout, extract, &std::sync::atomic::AtomicBool::new(false))
+}
+
+/// [`race`] that also ends, every worker stopped and joined, soon after `cancel` is set (another
+/// engine of the portfolio found the answer).
+pub fn race_until<T: Send + 'static>(
+    pool: std::sync::Arc<ExprPool>,
+    queries: Vec<(String, ExprId)>,
+    timeout: Duration,
+    extract: ModelExtractor<T>,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Vec<RaceEntry<T>> {
     use std::sync::{mpsc, Arc, Mutex};
     let (tx, rx) = mpsc::channel::<RaceEntry<T>>();
     let mut workers = Workers { slots: vec![], handles: vec![] };
@@ -284,9 +296,16 @@ pub fn race<T: Send + 'static>(
     let deadline = Instant::now() + timeout.saturating_sub(margin);
     let mut done = vec![];
     let total = workers.handles.len();
-    while done.len() < total {
+    while done.len() < total && !cancel.load(std::sync::atomic::Ordering::Relaxed) {
         let left = deadline.saturating_duration_since(Instant::now());
-        let Ok(entry) = rx.recv_timeout(left) else { break };
+        if left.is_zero() {
+            break;
+        }
+        let entry = match rx.recv_timeout(left.min(Duration::from_millis(20))) {
+            Ok(entry) => entry,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         let definite = entry.answer.outcome.is_definite();
         done.push(entry);
         if definite {

@@ -1,0 +1,262 @@
+//! The `apc` engine (DESIGN.md section 6): race the quantified APC against its unfolding APC^K;
+//! an unsatisfiable APC of a complete enumeration is a proof; a model is replayed natively; when
+//! it misses the target, block it, raise K, and ask again, until the budget runs out. Every model
+//! is offered to the other engines as a seed.
+
+use super::{Context, Engine, EngineKind, EngineResult, Finding};
+use crate::apc::{unfold::unfold_within, Apc};
+use crate::expr::{ExprId, ExprPool, Printer};
+use crate::ir::{IntPredicate, Program};
+use crate::report::WitnessReport;
+use crate::solve::{self, ModelView, Outcome};
+use crate::witness::{self, ParamInput, Witness};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::info;
+
+/// Most expressions one unfolding APC^K may add (nested quantifiers multiply their instances).
+const MAX_UNFOLD_NODES: usize = 400_000;
+
+/// What one model yields: the witness and the values of the path counters.
+type ModelData = (Witness, BTreeMap<String, u64>);
+
+/// The knobs of the search (from `Config`).
+#[derive(Clone, Copy, Debug)]
+pub struct ApcSearchConfig {
+    /// Unfolding bound K of APC^K to start with.
+    pub unfold_k: u32,
+    /// Largest K the search raises the bound to.
+    pub max_unfold_k: u32,
+    /// Models replayed before giving up.
+    pub max_models: u32,
+}
+
+/// The APC of the target, ready to be solved.
+pub struct ApcEngine {
+    pub config: ApcSearchConfig,
+    pub program: Arc<Program>,
+    pub apc: Arc<Apc>,
+    pub pool: ExprPool,
+    /// Whether the APC has quantifiers (then APC^K races the quantified APC).
+    pub has_quantifiers: bool,
+}
+
+impl Engine for ApcEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Apc
+    }
+
+    fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+        let mut out = EngineResult::new(Finding::Unknown(String::new()));
+        let finding = match self.search(cx, &mut out) {
+            Ok(f) => f,
+            Err(e) => Finding::Unknown(format!("replay failed: {e}")),
+        };
+        out.finding = finding;
+        out
+    }
+}
+
+/// How the replay of one model ended.
+enum Replayed {
+    Reached(Finding),
+    Missed,
+    OutOfTime,
+}
+
+impl ApcEngine {
+    fn search(self, cx: &Context, out: &mut EngineResult) -> crate::error::Result<Finding> {
+        let ApcEngine { config, program, apc, pool, has_quantifiers } = self;
+        let counters: Vec<ExprId> = apc.summaries.iter().flat_map(|(_, s)| s.counters.clone()).collect();
+        let extract: solve::ModelExtractor<ModelData> = {
+            let (apc, program, counters) = (apc.clone(), program.clone(), counters.clone());
+            Arc::new(move |pool: &ExprPool, solved: ExprId, m: &mut ModelView| {
+                let w = witness::from_model(&program, &apc, pool, solved, m);
+                let c = counters.iter().filter_map(|&c| m.eval(c).map(|v| (Printer::new(pool).print(c), v))).collect();
+                (w, c)
+            })
+        };
+        let mut pool = Arc::new(pool);
+        let mut k = config.unfold_k;
+        let mut blocking: Vec<ExprId> = vec![];
+        let mut models = 0u32;
+        let timing = |out: &mut EngineResult, key: &str, secs: f64| {
+            *out.timings.entry(key.to_string()).or_insert(0.0) += secs;
+        };
+        let mut reason = String::new();
+        loop {
+            out.stats.insert("models_tried".into(), models as u64);
+            if cx.cancelled() {
+                return Ok(Finding::Unknown(format!("cancelled after {models} model(s)")));
+            }
+            if cx.left() < Duration::from_millis(50) {
+                return Ok(Finding::Unknown(format!("the time budget ran out after {models} model(s)")));
+            }
+            // The queries: the APC itself and, when it has quantifiers, its unfolding APC^K.
+            let p = Arc::make_mut(&mut pool);
+            let base = p.and(std::iter::once(apc.formula).chain(blocking.iter().copied()));
+            let mut queries = vec![("solve_apc".to_string(), base)];
+            let mut bounded = None;
+            if has_quantifiers {
+                let tu = Instant::now();
+                if let Some(unfolded) = unfold_within(p, apc.formula, k, false, MAX_UNFOLD_NODES) {
+                    let unfolded = p.and(std::iter::once(unfolded).chain(blocking.iter().copied()));
+                    // For witnesses only, never for verdicts: with every κ < K all instances of each
+                    // ∀τ are present, and the interleaving constraints make the iterations fit
+                    // together, so models of this query are far more likely to be real runs.
+                    if let Some(consistent) = unfold_within(p, apc.formula, k, true, MAX_UNFOLD_NODES) {
+                        let kk = p.bv(64, k as u64);
+                        let bounds: Vec<ExprId> = counters.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
+                        bounded = Some(p.and([consistent].into_iter().chain(blocking.iter().copied()).chain(bounds)));
+                    }
+                    queries.push(("solve_apc_k".to_string(), unfolded));
+                }
+                timing(out, "unfold", tu.elapsed().as_secs_f64());
+            }
+            // Leave the solvers a little less than what is left now, for model extraction and
+            // the report.
+            let solver_budget = cx.left().saturating_sub(Duration::from_millis(150)).max(Duration::from_millis(50));
+            let results = solve::race_until(pool.clone(), queries, solver_budget, extract.clone(), cx.cancel);
+            for r in &results {
+                timing(out, &r.name, r.answer.seconds);
+            }
+            let Some(last) = results.into_iter().last().filter(|r| r.answer.outcome.is_definite()) else {
+                if cx.cancelled() {
+                    return Ok(Finding::Unknown(format!("cancelled after {models} model(s)")));
+                }
+                return Ok(Finding::Unknown(if models == 0 {
+                    "the solver gave no answer within the time budget".into()
+                } else {
+                    format!("{reason}; the solver gave no further answer within the time budget")
+                }));
+            };
+            info!(query = %last.name, k, "definite answer");
+            match last.answer.outcome {
+                Outcome::Unsat if blocking.is_empty() && apc.complete => {
+                    return Ok(Finding::Unreachable(format!(
+                        "the abstract path condition is unsatisfiable ({})",
+                        if last.name == "solve_apc" { "quantified APC".to_string() } else { format!("APC^K, K = {k}") }
+                    )));
+                }
+                Outcome::Unsat if blocking.is_empty() => {
+                    return Ok(Finding::Unknown("the APC of the enumerated backbones is unsatisfiable, but the backbone bound was hit".into()));
+                }
+                Outcome::Unsat => {
+                    return Ok(Finding::Unknown(format!("no further model: {models} model(s) tried, none reached the target natively")));
+                }
+                Outcome::Unknown(_) => unreachable!("filtered above"),
+                Outcome::Sat(first) => {
+                    // The model of the race first; when it misses the target, a model of the
+                    // bounded, consistent query (found only now, as it costs a query of its own).
+                    let mut tried = vec![];
+                    let mut candidate = Some(first);
+                    let mut refined = false;
+                    while let Some((w, counter_values)) = candidate.take() {
+                        models += 1;
+                        out.stats.insert("models_tried".into(), models as u64);
+                        cx.seeds.offer(&w);
+                        let tr = Instant::now();
+                        let replayed = replay_model(cx, models, &w, counter_values, out)?;
+                        timing(out, "replay", tr.elapsed().as_secs_f64());
+                        match replayed {
+                            Replayed::Reached(f) => return Ok(f),
+                            Replayed::OutOfTime => {
+                                return Ok(Finding::Unknown(format!("the time budget ran out before model {models} could be replayed")))
+                            }
+                            Replayed::Missed => {}
+                        }
+                        reason = format!(
+                            "the model's inputs did not reach the target natively ({})",
+                            out.attempt.as_ref().map_or("", |a| a.run.as_str())
+                        );
+                        tried.push(w);
+                        if models >= config.max_models {
+                            return Ok(Finding::Unknown(format!("{reason}; gave up after {models} model(s)")));
+                        }
+                        if let (false, Some(b)) = (refined, bounded) {
+                            refined = true;
+                            let left = (cx.left() / 2).min(Duration::from_secs(10));
+                            let results = solve::race_until(pool.clone(), vec![("solve_apc_k_bounded".into(), b)], left, extract.clone(), cx.cancel);
+                            for r in results {
+                                timing(out, &r.name, r.answer.seconds);
+                                if let Outcome::Sat(data) = r.answer.outcome {
+                                    if !tried.contains(&data.0) {
+                                        candidate = Some(data);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    // Block this model (on the inputs it fixes) and widen the unfolding, only with
+                    // time left. (`race` joined its workers, so `make_mut` does not copy the pool.)
+                    if cx.left() < Duration::from_millis(500) {
+                        return Ok(Finding::Unknown(format!("{reason}; the time budget ran out after {models} model(s)")));
+                    }
+                    let p = Arc::make_mut(&mut pool);
+                    let blocks: Vec<ExprId> = tried.iter().filter_map(|w| block(p, &program, &apc, w)).collect();
+                    if blocks.is_empty() {
+                        return Ok(Finding::Unknown(reason));
+                    }
+                    blocking.extend(blocks);
+                    k = (k * 2).min(config.max_unfold_k);
+                }
+            }
+        }
+    }
+}
+
+/// Replays model number `models`; a miss is recorded as the engine's last attempt.
+fn replay_model(cx: &Context, models: u32, w: &Witness, counters: BTreeMap<String, u64>, out: &mut EngineResult) -> crate::error::Result<Replayed> {
+    let Some(run) = cx.replay(w)? else { return Ok(Replayed::OutOfTime) };
+    let report = WitnessReport {
+        inputs: w.params.clone(),
+        nondet: w.nondet.clone(),
+        replayed: true,
+        reached: run.reached.is_some(),
+        run: run.status.clone(),
+        models_tried: models,
+        counters,
+    };
+    if run.reached.is_some() {
+        return Ok(Replayed::Reached(Finding::Reached { witness: w.clone(), run, report }));
+    }
+    out.attempt = Some(report);
+    Ok(Replayed::Missed)
+}
+
+/// A formula excluding the inputs of `w`: some parameter, buffer byte or nondet value differs.
+fn block(pool: &mut ExprPool, program: &Program, apc: &Apc, w: &Witness) -> Option<ExprId> {
+    let mut differs = vec![];
+    for (p, input) in program.function.params.iter().zip(&w.params) {
+        match input {
+            ParamInput::Int { value, width, .. } => {
+                if let Some(sym) = apc.inputs.param_input(&p.name) {
+                    let v = if *width == 1 { pool.bool(*value & 1 == 1) } else { pool.bv(*width, *value) };
+                    differs.push(pool.cmp(IntPredicate::Ne, sym, v));
+                }
+            }
+            ParamInput::Buffer { bytes, .. } => {
+                if let Some(obj) = apc.inputs.param_buffer_object(&p.name) {
+                    let meaningful = bytes.len().saturating_sub(witness::BUFFER_SLACK);
+                    for (k, b) in bytes.iter().take(meaningful).enumerate() {
+                        let off = pool.bv(64, k as u64);
+                        let cell = pool.load(obj.initial, off, 8);
+                        let v = pool.bv(8, *b as u64);
+                        differs.push(pool.cmp(IntPredicate::Ne, cell, v));
+                    }
+                }
+            }
+            ParamInput::Zero { .. } => {}
+        }
+    }
+    if let Some(stream) = apc.inputs.nondet_stream {
+        for (k, v) in w.nondet.iter().enumerate() {
+            let idx = pool.bv(64, k as u64);
+            let cell = pool.select(stream, idx);
+            let val = pool.bv(64, *v);
+            differs.push(pool.cmp(IntPredicate::Ne, cell, val));
+        }
+    }
+    (!differs.is_empty()).then(|| pool.or(differs))
+}

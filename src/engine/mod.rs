@@ -1,0 +1,257 @@
+//! The witness-search and proof engines, and the portfolio that races them within `--timeout`.
+//!
+//! Every engine answers the same question (is the target reachable?) its own way: `apc` solves
+//! the abstract path condition (a proof when unsatisfiable, models to replay otherwise); `dse`
+//! executes paths exactly, pruned by the APC; `fuzz` mutates inputs natively. They run side by
+//! side, each on its own thread, and the first *definite* finding wins and cancels the rest:
+//! a witness that a native replay confirmed entered the target, or a proof of unreachability.
+//! No engine says `reachable` on its own: [`Context::replay`] is the only way to a
+//! [`Finding::Reached`].
+
+pub mod apc;
+
+use crate::replay::{Limits, NativeBuild, RunOutcome};
+use crate::report::WitnessReport;
+use crate::witness::Witness;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The engines, by the name `--engine` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// The abstract path condition, solved with Z3 (proofs and models).
+    Apc,
+}
+
+impl EngineKind {
+    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Apc => "apc",
+        }
+    }
+
+    /// Parses a comma-separated list such as `apc,dse`.
+    pub fn parse_list(s: &str) -> Result<Vec<EngineKind>, String> {
+        let mut out = vec![];
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let kind = EngineKind::ALL
+                .iter()
+                .copied()
+                .find(|k| k.name() == part)
+                .ok_or_else(|| format!("--engine: unknown engine `{part}` (known: {})", EngineKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")))?;
+            if !out.contains(&kind) {
+                out.push(kind);
+            }
+        }
+        if out.is_empty() {
+            return Err("--engine: name at least one engine".into());
+        }
+        Ok(out)
+    }
+}
+
+/// What an engine found.
+#[derive(Debug)]
+pub enum Finding {
+    /// A native replay of `witness` entered the target.
+    Reached { witness: Witness, run: RunOutcome, report: WitnessReport },
+    /// A proof that no run reaches the target (the reason says which).
+    Unreachable(String),
+    /// No answer: why (budget, cancelled, models that did not replay, ...).
+    Unknown(String),
+}
+
+impl Finding {
+    pub fn is_definite(&self) -> bool {
+        !matches!(self, Finding::Unknown(_))
+    }
+}
+
+/// One engine's run, as the report shows it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EngineSummary {
+    /// `reachable`, `unreachable`, `unknown` or `cancelled`.
+    pub outcome: String,
+    pub reason: String,
+    pub seconds: f64,
+    /// Counters of the engine's work (states explored, models tried, executions, ...).
+    pub stats: BTreeMap<String, u64>,
+}
+
+/// The last model an engine replayed without reaching the target (for the report when nobody
+/// wins).
+pub type Attempt = WitnessReport;
+
+/// What an engine hands back: its finding, its last unsuccessful attempt, its time split, its
+/// statistics.
+#[derive(Debug)]
+pub struct EngineResult {
+    pub finding: Finding,
+    pub attempt: Option<Attempt>,
+    pub timings: BTreeMap<String, f64>,
+    pub stats: BTreeMap<String, u64>,
+}
+
+impl EngineResult {
+    pub fn new(finding: Finding) -> Self {
+        EngineResult { finding, attempt: None, timings: BTreeMap::new(), stats: BTreeMap::new() }
+    }
+}
+
+/// An engine of the portfolio. `run` returns at a definite finding, at `cx.deadline`, or soon
+/// after `cx.cancel` is set.
+pub trait Engine: Send {
+    fn kind(&self) -> EngineKind;
+    fn run(self: Box<Self>, cx: &Context) -> EngineResult;
+}
+
+/// Witnesses worth trying by other engines (APC models that did not replay seed the fuzzer).
+#[derive(Default)]
+pub struct SeedBoard {
+    seeds: Mutex<Vec<Witness>>,
+}
+
+impl SeedBoard {
+    pub fn offer(&self, w: &Witness) {
+        let mut g = self.seeds.lock().unwrap_or_else(|e| e.into_inner());
+        if !g.contains(w) && g.len() < 1024 {
+            g.push(w.clone());
+        }
+    }
+
+    pub fn snapshot(&self) -> Vec<Witness> {
+        self.seeds.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// What every engine shares.
+pub struct Context<'a> {
+    pub native: &'a NativeBuild,
+    pub deadline: Instant,
+    pub cancel: &'a AtomicBool,
+    pub seeds: &'a SeedBoard,
+    /// Replays so far, by every engine.
+    replays: std::sync::atomic::AtomicU64,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(native: &'a NativeBuild, deadline: Instant, cancel: &'a AtomicBool, seeds: &'a SeedBoard) -> Self {
+        Context { native, deadline, cancel, seeds, replays: Default::default() }
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// Time left before the deadline.
+    pub fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// Runs `w` natively (the one build of this analysis), within what is left of the budget:
+    /// `None` when no time is left for a run.
+    pub fn replay(&self, w: &Witness) -> crate::error::Result<Option<RunOutcome>> {
+        let left = self.left().saturating_sub(Duration::from_millis(100));
+        if left < Duration::from_millis(50) {
+            return Ok(None);
+        }
+        let rp = self.native.get()?;
+        let wall = Duration::from_secs(5).min(left);
+        let limits = Limits { wall, cpu_seconds: wall.as_secs() + 1, ..Default::default() };
+        self.replays.fetch_add(1, Ordering::Relaxed);
+        rp.run_with(w, limits).map(Some)
+    }
+
+    pub fn replays(&self) -> u64 {
+        self.replays.load(Ordering::Relaxed)
+    }
+}
+
+/// The portfolio's answer.
+pub struct PortfolioResult {
+    /// The engine whose finding decided, if one did.
+    pub winner: Option<EngineKind>,
+    pub finding: Finding,
+    /// The last unsuccessful replay of any engine (the apc engine's first), when nobody won.
+    pub attempt: Option<Attempt>,
+    pub engines: BTreeMap<String, EngineSummary>,
+    /// Each engine's time split, merged (the apc engine's keys as before: `solve_apc`, ...).
+    pub timings: BTreeMap<String, f64>,
+}
+
+/// Races `engines` until one has a definite finding (the others are cancelled and joined), or all
+/// have ended.
+pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
+    let (tx, rx) = std::sync::mpsc::channel::<(EngineKind, f64, EngineResult)>();
+    let mut results: Vec<(EngineKind, f64, EngineResult)> = vec![];
+    let mut winner: Option<usize> = None;
+    std::thread::scope(|scope| {
+        let total = engines.len();
+        for engine in engines {
+            let tx = tx.clone();
+            let kind = engine.kind();
+            let spawned = std::thread::Builder::new().name(format!("engine-{}", kind.name())).spawn_scoped(scope, move || {
+                let start = Instant::now();
+                let result = engine.run(cx);
+                let _ = tx.send((kind, start.elapsed().as_secs_f64(), result));
+            });
+            if let Err(e) = spawned {
+                results.push((kind, 0.0, EngineResult::new(Finding::Unknown(format!("cannot start the engine: {e}")))));
+            }
+        }
+        drop(tx);
+        while results.len() < total {
+            let Ok(r) = rx.recv() else { break };
+            let definite = r.2.finding.is_definite();
+            results.push(r);
+            if definite && winner.is_none() {
+                winner = Some(results.len() - 1);
+                cx.cancel.store(true, Ordering::SeqCst);
+            }
+        }
+    });
+    let mut engines = BTreeMap::new();
+    let mut timings = BTreeMap::new();
+    for (k, secs, r) in &results {
+        let (outcome, reason) = match &r.finding {
+            Finding::Reached { .. } => ("reachable", "a native run entered the target".to_string()),
+            Finding::Unreachable(why) => ("unreachable", why.clone()),
+            Finding::Unknown(why) if winner.is_some() && !matches!(winner.map(|w| results[w].0), Some(w) if w == *k) => ("cancelled", why.clone()),
+            Finding::Unknown(why) => ("unknown", why.clone()),
+        };
+        engines.insert(k.name().to_string(), EngineSummary { outcome: outcome.into(), reason, seconds: *secs, stats: r.stats.clone() });
+        for (key, v) in &r.timings {
+            *timings.entry(key.clone()).or_insert(0.0) += v;
+        }
+        if *k != EngineKind::Apc {
+            timings.insert(format!("engine_{}", k.name()), *secs);
+        }
+    }
+    match winner {
+        Some(w) => {
+            let (kind, _, r) = results.swap_remove(w);
+            PortfolioResult { winner: Some(kind), finding: r.finding, attempt: None, engines, timings }
+        }
+        None => {
+            // Nobody decided: the reasons of all engines, the apc engine's first.
+            results.sort_by_key(|(k, _, _)| *k);
+            let reason = results
+                .iter()
+                .map(|(k, _, r)| match &r.finding {
+                    Finding::Unknown(why) if results.len() > 1 => format!("{}: {why}", k.name()),
+                    Finding::Unknown(why) => why.clone(),
+                    _ => unreachable!("no definite finding"),
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            let attempt = results.iter_mut().find_map(|(_, _, r)| r.attempt.take());
+            PortfolioResult { winner: None, finding: Finding::Unknown(reason), attempt, engines, timings }
+        }
+    }
+}

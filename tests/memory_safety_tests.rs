@@ -80,9 +80,10 @@ fn assert_clean(out: &Output, what: &str) -> serde_json::Value {
 #[test]
 fn interrupted_solvers_do_not_outlive_the_process() {
     let p = c_program("both_hard", BOTH_QUERIES_HARD);
-    // MALLOC_CHECK_=3: glibc checks every free and aborts on corruption; MALLOC_PERTURB_ fills
-    // freed memory, so a use after free reads garbage instead of the old value.
-    let env = [("MALLOC_CHECK_", "3"), ("MALLOC_PERTURB_", "165")];
+    // MALLOC_CHECK_=3 (with glibc's debugging allocator preloaded, as glibc >= 2.34 needs):
+    // glibc checks every free and aborts on corruption; MALLOC_PERTURB_ fills freed memory, so a
+    // use after free reads garbage instead of the old value.
+    let env = HEAP_CHECKS;
     for run in 0..4 {
         let start = Instant::now();
         let out = run_checked(&env, &[], &p.path, &["--function", "f", "--call", "reach", "--timeout", "3"]);
@@ -98,11 +99,14 @@ fn interrupted_solvers_do_not_outlive_the_process() {
 #[test]
 fn library_models_link_cleanly_under_heap_checks() {
     let p = c_program("model", WITH_LIBRARY_MODEL);
-    let env = [("MALLOC_CHECK_", "3"), ("MALLOC_PERTURB_", "165")];
+    let env = HEAP_CHECKS;
     let out = run_checked(&env, &[], &p.path, &["--function", "g", "--call", "reach", "--timeout", "30"]);
     let r = assert_clean(&out, "strlen model");
     assert_ne!(r["verdict"], "unreachable", "{r:#}");
 }
+
+const HEAP_CHECKS: [(&str, &str); 3] =
+    [("LD_PRELOAD", "/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"), ("MALLOC_CHECK_", "3"), ("MALLOC_PERTURB_", "165")];
 
 fn have_valgrind() -> bool {
     Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success())

@@ -157,9 +157,14 @@ impl Replayer {
         let witness = work.join("witness");
         write(&witness, &driver::encode(&self.spec(), w))?;
         let input = std::fs::File::open(&witness).map_err(|e| Error::internal(format!("opening {}: {e}", witness.display())))?;
-        // The run's uid ("nobody") must be able to write its own directory.
+        // Only the run may write its directory: as root it runs under a uid of its own
+        // (`sandbox::run_uid`), which gets the directory; else it runs as the user.
         use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&jail, std::fs::Permissions::from_mode(0o777));
+        let _ = std::fs::set_permissions(&jail, std::fs::Permissions::from_mode(0o700));
+        if unsafe { libc::geteuid() } == 0 {
+            let uid = sandbox::run_uid();
+            std::os::unix::fs::chown(&jail, Some(uid), Some(uid)).map_err(|e| Error::internal(format!("chown {}: {e}", jail.display())))?;
+        }
         let out = sandbox::run(&jail, limits, Some(&input)).map_err(|e| Error::internal(format!("replay: {e}")));
         if !self.keep_temps {
             let _ = std::fs::remove_dir_all(&work);

@@ -1,12 +1,23 @@
-//! Running untrusted native code: its own directory as root (chroot, uid "nobody", or an
-//! unprivileged user namespace when not root), a cleared environment, CPU/memory/file-size/
-//! process limits, a new session killed as a whole on timeout, and a pipe on fd 3 for the
-//! target marker.
+//! Running untrusted native code in its own directory, confined, with limits.
+//!
+//! The run is started with a raw `clone` system call, not `fork()`: the analyser is
+//! multi-threaded (Z3 workers, other engines), and glibc's `fork()` runs the `pthread_atfork`
+//! handlers, which can wait forever on a lock a solver thread holds (issue 11: replays that hung
+//! for the whole budget). Between `clone` and `execve` the child makes raw system calls only
+//! (glibc's `setuid` & co. would try to signal threads that do not exist in the child), and every
+//! step is checked: a step that fails ends the child before `execve`, the parent learns which
+//! step through a close-on-exec pipe, and the run is an error (fail closed).
+//!
+//! Confinement: new network, IPC and UTS namespaces (no network at all; as root directly, else
+//! inside a new user namespace); `chroot` into the run's directory; as root, a uid and gid of
+//! its own for this analysis (no other analysis's runs can signal or trace it) and no
+//! supplementary groups; `no_new_privs`; every file descriptor closed except 0–2 (`/dev/null`),
+//! the hit channel on fd 3 and the witness on fd 4; a cleared environment; CPU, address-space,
+//! file-size, process and core limits; a session of its own, killed as a whole when the run ends.
 
+use std::ffi::CString;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Limits of one sandboxed run.
@@ -38,109 +49,281 @@ pub struct RunOutcome {
     pub confined: bool,
 }
 
-fn set_limit(resource: libc::__rlimit_resource_t, value: u64) {
-    let lim = libc::rlimit { rlim_cur: value, rlim_max: value };
-    unsafe { libc::setrlimit(resource, &lim) };
+/// The uid and gid runs take when the tool runs as root: one per analysis (process), from a
+/// range no account uses, so that runs of different analyses cannot signal or trace each other.
+pub fn run_uid() -> u32 {
+    0x7ff0_0000 + (std::process::id() % 0x000f_ff00)
+}
+
+/// The steps of the child's setup, reported by number when one fails.
+const STEPS: &[&str] = &[
+    "setsid",
+    "moving the hit channel",
+    "moving the witness",
+    "opening /dev/null",
+    "redirecting standard streams",
+    "closing inherited descriptors",
+    "chroot",
+    "chdir /",
+    "setgroups",
+    "setgid",
+    "setuid",
+    "no_new_privs",
+    "setrlimit",
+    "execve",
+];
+
+/// Everything the child needs, prepared before `clone` (the child must not allocate).
+struct ChildPlan {
+    root: CString,
+    prog: CString,
+    argv: [*const libc::c_char; 2],
+    envp: [*const libc::c_char; 1],
+    devnull: CString,
+    marker_fd: i32,
+    witness_fd: i32,
+    error_fd: i32,
+    status_fd: i32,
+    is_root: bool,
+    uid: u32,
+    limits: [(u32, u64); 5],
+}
+
+/// A raw system call's result; on failure the child reports `step` and its errno on `error_fd`,
+/// and exits.
+unsafe fn step(error_fd: libc::c_int, step: usize, r: libc::c_long) -> libc::c_long {
+    if r < 0 {
+        let errno = *libc::__errno_location();
+        let mut msg = [0u8; 8];
+        msg[..4].copy_from_slice(&(step as u32).to_le_bytes());
+        msg[4..].copy_from_slice(&(errno as u32).to_le_bytes());
+        libc::syscall(libc::SYS_write, error_fd, msg.as_ptr(), msg.len());
+        libc::syscall(libc::SYS_exit_group, 127);
+    }
+    r
+}
+
+/// The child between `clone` and `execve`: raw system calls only.
+unsafe fn child(plan: &ChildPlan) -> ! {
+    use libc::*;
+    let e = plan.error_fd;
+    step(e, 0, syscall(SYS_setsid));
+    // Park the descriptors above the range about to be filled.
+    let marker = step(e, 1, syscall(SYS_fcntl, plan.marker_fd, F_DUPFD, 100)) as c_int;
+    let witness = if plan.witness_fd >= 0 { step(e, 2, syscall(SYS_fcntl, plan.witness_fd, F_DUPFD, 100)) as c_int } else { -1 };
+    let e = step(e, 1, syscall(SYS_fcntl, e, F_DUPFD_CLOEXEC, 100)) as c_int;
+    let null = step(e, 3, syscall(SYS_open, plan.devnull.as_ptr(), O_RDWR)) as c_int;
+    for fd in 0..3 {
+        step(e, 4, syscall(SYS_dup2, null, fd));
+    }
+    step(e, 1, syscall(SYS_dup2, marker, 3));
+    step(e, 2, syscall(SYS_dup2, if witness >= 0 { witness } else { null }, 4));
+    // Keep the error pipe on 5 and the status pipe on 6 (both close-on-exec) and close
+    // everything above.
+    let status = step(e, 5, syscall(SYS_fcntl, plan.status_fd, F_DUPFD_CLOEXEC, 100)) as c_int;
+    let e = step(e, 5, syscall(SYS_dup3, e, 5, O_CLOEXEC)) as c_int;
+    step(e, 5, syscall(SYS_dup3, status, 6, O_CLOEXEC));
+    if syscall(SYS_close_range, 7u32, u32::MAX, 0u32) < 0 {
+        for fd in 7..65536 {
+            syscall(SYS_close, fd);
+        }
+    }
+    step(e, 6, syscall(SYS_chroot, plan.root.as_ptr()));
+    step(e, 7, syscall(SYS_chdir, c"/".as_ptr()));
+    if plan.is_root {
+        step(e, 8, syscall(SYS_setgroups, 0, std::ptr::null::<gid_t>()));
+        step(e, 9, syscall(SYS_setresgid, plan.uid, plan.uid, plan.uid));
+        step(e, 10, syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid));
+        // Dropping root must have worked: no way back.
+        if syscall(SYS_setuid, 0) == 0 {
+            *__errno_location() = EPERM;
+            step(e, 10, -1);
+        }
+    }
+    step(e, 11, syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+    for (resource, value) in plan.limits {
+        let lim = rlimit { rlim_cur: value, rlim_max: value };
+        step(e, 12, syscall(SYS_setrlimit, resource, &lim as *const rlimit));
+    }
+    // This process is the init of a new pid namespace: when it exits, the kernel kills every
+    // process left in the namespace (a `setsid` grandchild included). The program runs as its
+    // child, so that it keeps ordinary signal semantics (an init ignores signals it has no
+    // handler for), and its status goes to the parent over fd 6.
+    let program = step(e, 13, syscall(SYS_clone, SIGCHLD as c_ulong, 0usize, 0usize, 0usize, 0usize));
+    if program == 0 {
+        syscall(SYS_close, 6);
+        step(e, 13, syscall(SYS_execve, plan.prog.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr()));
+        syscall(SYS_exit_group, 127);
+    }
+    syscall(SYS_close, e);
+    let mut st: c_int = 0;
+    loop {
+        // Reap everything (orphans are re-parented to this init) until the program itself ends.
+        let r = syscall(SYS_wait4, -1, &mut st as *mut c_int, 0, std::ptr::null_mut::<rusage>());
+        if r == program {
+            break;
+        }
+        if r < 0 && *__errno_location() != EINTR {
+            st = -1;
+            break;
+        }
+    }
+    let report = (st as u32).to_le_bytes();
+    syscall(SYS_write, 6, report.as_ptr(), report.len());
+    syscall(SYS_exit_group, 0);
+    unreachable!("exit_group returned")
+}
+
+fn cstring(p: &[u8]) -> std::io::Result<CString> {
+    CString::new(p).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in a path"))
 }
 
 /// Runs the statically linked executable `dir/prog` inside `dir`, with `input` (if any) open
 /// for reading on fd 4.
 pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>) -> std::io::Result<RunOutcome> {
     use std::os::fd::AsRawFd;
-    let input_fd = input.map_or(-1, |f| f.as_raw_fd());
-    let mut fds = [0i32; 2];
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let (read_fd, write_fd) = (fds[0], fds[1]);
-    let root = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("no NUL in paths");
     let is_root = unsafe { libc::geteuid() } == 0;
-    // Decided before fork: whether chroot can work (root, or an unprivileged user namespace).
-    let mut cmd = Command::new("/prog");
-    cmd.env_clear().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    let lim = limits;
-    unsafe {
-        cmd.pre_exec(move || {
-            // Only async-signal-safe calls between fork and exec.
-            libc::setsid();
-            // Move both descriptors out of the way first: either may already be 3 or 4.
-            let marker = libc::fcntl(write_fd, libc::F_DUPFD, 100);
-            let witness = if input_fd >= 0 { libc::fcntl(input_fd, libc::F_DUPFD, 100) } else { -1 };
-            if marker < 0 || libc::dup2(marker, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
+    let mut pipes = [[0i32; 2]; 3];
+    for k in 0..3 {
+        if unsafe { libc::pipe2(pipes[k].as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            let e = std::io::Error::last_os_error();
+            for q in &pipes[..k] {
+                unsafe {
+                    libc::close(q[0]);
+                    libc::close(q[1]);
+                }
             }
-            if witness >= 0 && libc::dup2(witness, 4) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::close(marker);
-            if witness >= 0 {
-                libc::close(witness);
-            }
-            let confined = if is_root {
-                libc::chroot(root.as_ptr()) == 0
-            } else {
-                libc::unshare(libc::CLONE_NEWUSER) == 0 && libc::chroot(root.as_ptr()) == 0
-            };
-            if !confined {
-                // No confinement available: run in the directory, by absolute path.
-                return Err(std::io::Error::from_raw_os_error(libc::EPERM));
-            }
-            libc::chdir(c"/".as_ptr());
-            if is_root {
-                // Drop root inside the chroot so that it cannot be escaped; "nobody".
-                libc::setgroups(0, std::ptr::null());
-                libc::setgid(65534);
-                libc::setuid(65534);
-            }
-            set_limit(libc::RLIMIT_CPU, lim.cpu_seconds);
-            set_limit(libc::RLIMIT_AS, lim.memory_bytes);
-            set_limit(libc::RLIMIT_FSIZE, lim.file_bytes);
-            set_limit(libc::RLIMIT_NPROC, lim.processes);
-            set_limit(libc::RLIMIT_CORE, 0);
-            Ok(())
-        });
+            return Err(e);
+        }
+    }
+    let [marker, error, status_pipe] = pipes;
+    let prog = cstring(b"/prog")?;
+    let plan = ChildPlan {
+        root: cstring(dir.as_os_str().as_encoded_bytes())?,
+        argv: [prog.as_ptr(), std::ptr::null()],
+        prog,
+        envp: [std::ptr::null()],
+        devnull: cstring(b"/dev/null")?,
+        marker_fd: marker[1],
+        witness_fd: input.map_or(-1, |f| f.as_raw_fd()),
+        error_fd: error[1],
+        status_fd: status_pipe[1],
+        is_root,
+        uid: run_uid(),
+        limits: [
+            (libc::RLIMIT_CPU, limits.cpu_seconds),
+            (libc::RLIMIT_AS, limits.memory_bytes),
+            (libc::RLIMIT_FSIZE, limits.file_bytes),
+            (libc::RLIMIT_NPROC, limits.processes),
+            (libc::RLIMIT_CORE, 0),
+        ],
+    };
+    // No network, no shared IPC objects, a host name of its own; without root, inside a user
+    // namespace of its own (which also makes chroot possible).
+    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    if !is_root {
+        flags |= libc::CLONE_NEWUSER;
     }
     let start = Instant::now();
-    let child = cmd.spawn();
-    unsafe { libc::close(write_fd) };
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            unsafe { libc::close(read_fd) };
-            return Err(std::io::Error::new(
-                e.kind(),
-                format!("cannot start the sandboxed run (chroot into {} failed: {e})", dir.display()),
-            ));
+    // SAFETY: a fork-like clone (no CLONE_VM, no new stack): the child gets a copy of the
+    // address space and runs only `child`, which makes raw system calls and never returns.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, (flags | libc::SIGCHLD) as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
+    if pid == 0 {
+        unsafe { child(&plan) }
+    }
+    unsafe {
+        libc::close(marker[1]);
+        libc::close(error[1]);
+        libc::close(status_pipe[1]);
+    }
+    let status_file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(status_pipe[0]) };
+    if pid < 0 {
+        let e = std::io::Error::last_os_error();
+        unsafe {
+            libc::close(marker[0]);
+            libc::close(error[0]);
+        }
+        return Err(std::io::Error::new(e.kind(), format!("cannot start the sandboxed run (clone with new namespaces: {e})")));
+    }
+    let pid = pid as libc::pid_t;
+    // The setup's verdict: EOF means execve succeeded (the pipe is close-on-exec).
+    let mut failure = [0u8; 8];
+    let got = {
+        let mut f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(error[0]) };
+        let mut n = 0;
+        while n < 8 {
+            match f.read(&mut failure[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        n
+    };
+    if got == 8 {
+        let mut st = 0;
+        unsafe { libc::waitpid(pid, &mut st, 0) };
+        unsafe { libc::close(marker[0]) };
+        let s = u32::from_le_bytes(failure[..4].try_into().expect("4 bytes")) as usize;
+        let errno = i32::from_le_bytes(failure[4..].try_into().expect("4 bytes"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "sandbox setup failed at {} ({}); the program was not run",
+                STEPS.get(s).unwrap_or(&"an unknown step"),
+                std::io::Error::from_raw_os_error(errno)
+            ),
+        ));
+    }
+    // The hit channel is read while the run goes on (non-blocking), and drained once it ended: a
+    // process that escaped the session and keeps fd 3 open cannot hold the tool up.
+    let read_fd = marker[0];
+    let mut pipe = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(read_fd) };
+    unsafe { libc::fcntl(read_fd, libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut buf = Vec::new();
+    let mut drain = |buf: &mut Vec<u8>| {
+        let mut chunk = [0u8; 4096];
+        while buf.len() < (1 << 20) {
+            match pipe.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            }
         }
     };
-    let pid = child.id() as i32;
-    // Read the marker pipe in a thread: it ends when every writer (the whole session) is gone.
-    let reader = std::thread::spawn(move || {
-        let mut f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(read_fd) };
-        let mut buf = Vec::new();
-        let _ = (&mut f).take(1 << 20).read_to_end(&mut buf);
-        buf
-    });
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break Some(st);
+    let mut status = 0;
+    let exited = loop {
+        drain(&mut buf);
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            break true;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break true;
         }
         if start.elapsed() >= limits.wall {
-            break None;
+            break false;
         }
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(Duration::from_millis(1));
     };
     // Whatever is left of the session goes: the run must leave no process behind.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let status = match status {
-        Some(s) => s,
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(RunOutcome { reached: None, nondet_types: vec![], status: "timeout".into(), confined: true });
+    if !exited {
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, &mut status, 0);
+        }
+        return Ok(RunOutcome { reached: None, nondet_types: vec![], status: "timeout".into(), confined: true });
+    }
+    drain(&mut buf);
+    // The program's own status, as its init saw it.
+    let mut word = [0u8; 4];
+    let status = match (&status_file).read_exact(&mut word) {
+        Ok(()) if i32::from_le_bytes(word) != -1 => i32::from_le_bytes(word),
+        _ => {
+            return Ok(RunOutcome { reached: None, nondet_types: vec![], status: "unknown (the run's init ended early)".into(), confined: true });
         }
     };
-    let buf = reader.join().unwrap_or_default();
     let trace = String::from_utf8_lossy(&buf);
     let mut reached = None;
     let mut nondet_types = vec![];
@@ -154,12 +337,15 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>) -> std::io
             _ => {}
         }
     }
-    use std::os::unix::process::ExitStatusExt;
-    let status = match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exit {c}"),
-        (_, Some(libc::SIGXCPU)) => "cpu time limit".into(),
-        (_, Some(s)) => format!("signal {s}"),
-        _ => "unknown".into(),
+    let status = if libc::WIFEXITED(status) {
+        format!("exit {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        match libc::WTERMSIG(status) {
+            libc::SIGXCPU => "cpu time limit".into(),
+            s => format!("signal {s}"),
+        }
+    } else {
+        "unknown".into()
     };
     Ok(RunOutcome { reached, nondet_types, status, confined: true })
 }

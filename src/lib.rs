@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod apc;
 pub mod cfg;
+pub mod cleanup;
 pub mod config;
 pub mod engine;
 pub mod error;

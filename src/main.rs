@@ -111,6 +111,7 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
 }
 
 fn main() -> ExitCode {
+    apc_llvm::cleanup::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {

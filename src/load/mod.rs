@@ -81,6 +81,7 @@ pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
         .prefix("apc-load-")
         .tempdir()
         .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+    let _registered = crate::cleanup::Guard::new(tmp.path());
     let bitcode_path = if input::classify(path, &[]) == input::InputKind::C {
         info!("compiling {} with clang", path.display());
         input::compile_c(path, tmp.path())?

@@ -137,7 +137,13 @@ fn prologue(spec: &DriverSpec, out: &mut String) {
     let _ = writeln!(out, "static void apc_not_reached(void) {{ apc_exit({EXIT_NOT_REACHED}); }}");
     let _ = writeln!(
         out,
-        "static void apc_trace(const char *kind, unsigned v) {{\n  char msg[64]; int n = 0; while (kind[n] && n < 40) {{ msg[n] = kind[n]; n++; }}\n  msg[n++] = ' '; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  apc_sys(1, 3, (long)msg, n);\n}}\nvoid {TARGET_MARKER}(int id) {{ apc_trace(\"hit\", (unsigned)id); apc_exit(0); }}\n"
+        "static void apc_trace(const char *kind, unsigned v) {{\n  char msg[64]; int n = 0; while (kind[n] && n < 40) {{ msg[n] = kind[n]; n++; }}\n  msg[n++] = ' '; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  apc_sys(1, 3, (long)msg, n);\n}}\n"
+    );
+    // The hit message carries the run's token (replay only; 0 in the standalone test), so that
+    // a program writing to fd 3 by accident cannot forge a hit.
+    let _ = writeln!(
+        out,
+        "static unsigned long long apc_token;\nvoid {TARGET_MARKER}(int id) {{\n  char msg[48] = \"hit \"; int n = 4;\n  for (int k = 60; k >= 0; k -= 4) msg[n++] = \"0123456789abcdef\"[(apc_token >> k) & 15];\n  msg[n++] = ' '; unsigned v = (unsigned)id; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  apc_sys(1, 3, (long)msg, n);\n  apc_exit(0);\n}}"
     );
     out.push_str("static unsigned long long apc_next(void);\n");
     for name in spec.declared {
@@ -280,7 +286,7 @@ static void apc_read_witness(void) {
   apc_sys(3, 4, 0, 0);
 "#,
     );
-    let _ = writeln!(out, "  if (apc_word() != {WITNESS_MAGIC}ull) apc_exit(APC_BAD);");
+    let _ = writeln!(out, "  if (apc_word() != {WITNESS_MAGIC}ull) apc_exit(APC_BAD);\n  apc_token = apc_word();");
     out.push_str(
         r#"  apc_stream_len = apc_word();
   if (apc_stream_len > (apc_len - apc_at) / 8) apc_exit(APC_BAD);
@@ -333,11 +339,12 @@ static void apc_read_witness(void) {
     out
 }
 
-/// Encodes `w` for the replay driver of `spec`: little-endian 64-bit words: magic; the nondet
+/// Encodes `w` for the replay driver of `spec`: little-endian 64-bit words: magic; the token
+/// the run's hit message must carry; the nondet
 /// stream (count, values); the buffers (count, then per buffer its length and bytes padded to
 /// 8); the pointer slots (count, then buffer, offset, pointee buffer); the parameters (count,
 /// then per parameter a tag, 0 integer / 1 buffer / 2 zero, and its value or buffer index).
-pub fn encode(spec: &DriverSpec, w: &Witness) -> Vec<u8> {
+pub fn encode(spec: &DriverSpec, w: &Witness, token: u64) -> Vec<u8> {
     fn flatten<'a>(bytes: &'a [u8], pointees: &'a [Pointee], bufs: &mut Vec<&'a [u8]>, slots: &mut Vec<[u64; 3]>) -> u64 {
         let me = bufs.len() as u64;
         bufs.push(bytes);
@@ -369,6 +376,7 @@ pub fn encode(spec: &DriverSpec, w: &Witness) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + 8 * w.nondet.len() + bufs.iter().map(|b| b.len() + 16).sum::<usize>());
     let word = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
     word(&mut out, WITNESS_MAGIC);
+    word(&mut out, token);
     word(&mut out, w.nondet.len() as u64);
     for v in &w.nondet {
         word(&mut out, *v);
@@ -429,11 +437,11 @@ mod tests {
             ],
             nondet: vec![5, 6],
         };
-        let e = encode(&spec, &w);
+        let e = encode(&spec, &w, 0xabc);
         assert_eq!(e.len() % 8, 0);
         #[rustfmt::skip]
         let expect = vec![
-            WITNESS_MAGIC,
+            WITNESS_MAGIC, 0xabc,
             2, 5, 6,                     // stream
             3, 8, 0, 1, 7, 0,            // buffers: 8 bytes; 1 byte (padded); empty
             1, 0, 0, 1,                  // one slot: the one at offset 4 does not fit

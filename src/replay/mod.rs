@@ -56,6 +56,8 @@ impl Replayer {
             .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
         if keep_temps {
             dir.disable_cleanup(true);
+        } else {
+            crate::cleanup::register(dir.path());
         }
         let mut rp = Replayer {
             exe: dir.path().join("prog"),
@@ -155,7 +157,8 @@ impl Replayer {
             std::fs::copy(&self.exe, &exe).map_err(|e| Error::internal(format!("copying the replay program: {e}")))?;
         }
         let witness = work.join("witness");
-        write(&witness, &driver::encode(&self.spec(), w))?;
+        let token = random_token();
+        write(&witness, &driver::encode(&self.spec(), w, token))?;
         let input = std::fs::File::open(&witness).map_err(|e| Error::internal(format!("opening {}: {e}", witness.display())))?;
         // Only the run may write its directory: as root it runs under a uid of its own
         // (`sandbox::run_uid`), which gets the directory; else it runs as the user.
@@ -165,13 +168,32 @@ impl Replayer {
             let uid = sandbox::run_uid();
             std::os::unix::fs::chown(&jail, Some(uid), Some(uid)).map_err(|e| Error::internal(format!("chown {}: {e}", jail.display())))?;
         }
-        let out = sandbox::run(&jail, limits, Some(&input)).map_err(|e| Error::internal(format!("replay: {e}")));
+        let out = sandbox::run(&jail, limits, Some(&input), Some(token)).map_err(|e| Error::internal(format!("replay: {e}")));
         if !self.keep_temps {
             let _ = std::fs::remove_dir_all(&work);
         }
         let out = out?;
         debug!(run = n, ?out, "replayed");
         Ok(out)
+    }
+}
+
+impl Drop for Replayer {
+    fn drop(&mut self) {
+        crate::cleanup::forget(self.dir.path());
+    }
+}
+
+/// A fresh random 64-bit token (the kernel's random source; never 0).
+fn random_token() -> u64 {
+    let mut b = [0u8; 8];
+    let got = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 8, 0) };
+    let t = u64::from_le_bytes(b);
+    if got == 8 && t != 0 {
+        t
+    } else {
+        // No randomness: still distinct per run, if guessable.
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64 | 1)
     }
 }
 

@@ -108,6 +108,9 @@ unsafe fn child(plan: &ChildPlan) -> ! {
     use libc::*;
     let e = plan.error_fd;
     step(e, 0, syscall(SYS_setsid));
+    // The tool blocks SIGINT/SIGTERM/SIGHUP for its signal thread; the program starts with none.
+    let empty: [u64; 1] = [0];
+    step(e, 0, syscall(SYS_rt_sigprocmask, SIG_SETMASK, empty.as_ptr(), std::ptr::null_mut::<u64>(), 8usize));
     // Park the descriptors above the range about to be filled.
     let marker = step(e, 1, syscall(SYS_fcntl, plan.marker_fd, F_DUPFD, 100)) as c_int;
     let witness = if plan.witness_fd >= 0 { step(e, 2, syscall(SYS_fcntl, plan.witness_fd, F_DUPFD, 100)) as c_int } else { -1 };
@@ -141,6 +144,9 @@ unsafe fn child(plan: &ChildPlan) -> ! {
         }
     }
     step(e, 11, syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+    // If the tool dies (a signal, a crash), this init dies with it, and so the whole namespace.
+    // (After the change of credentials, which clears the setting.)
+    step(e, 0, syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0));
     for (resource, value) in plan.limits {
         let lim = rlimit { rlim_cur: value, rlim_max: value };
         step(e, 12, syscall(SYS_setrlimit, resource, &lim as *const rlimit));
@@ -179,8 +185,9 @@ fn cstring(p: &[u8]) -> std::io::Result<CString> {
 }
 
 /// Runs the statically linked executable `dir/prog` inside `dir`, with `input` (if any) open
-/// for reading on fd 4.
-pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>) -> std::io::Result<RunOutcome> {
+/// for reading on fd 4. With a `token`, only hit messages carrying it count (`hit TOKEN ID`,
+/// the token in hex); without, `hit ID`.
+pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Option<u64>) -> std::io::Result<RunOutcome> {
     use std::os::fd::AsRawFd;
     let is_root = unsafe { libc::geteuid() } == 0;
     let mut pipes = [[0i32; 2]; 3];
@@ -329,7 +336,14 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>) -> std::io
     let mut nondet_types = vec![];
     for line in trace.lines() {
         match line.split_once(' ') {
-            Some(("hit", id)) => reached = reached.or(id.trim().parse().ok()),
+            Some(("hit", rest)) => {
+                let id = match (token, rest.split_once(' ')) {
+                    (Some(t), Some((tok, id))) if u64::from_str_radix(tok, 16) == Ok(t) => id,
+                    (None, None) => rest,
+                    _ => continue,
+                };
+                reached = reached.or(id.trim().parse().ok());
+            }
             Some(("nondet", t)) => {
                 let t: usize = t.trim().parse().unwrap_or(0);
                 nondet_types.push(super::driver::NONDET_TYPES.get(t).unwrap_or(&"long long").to_string());

@@ -1,0 +1,68 @@
+//! Clean ends on SIGINT, SIGTERM and SIGHUP: temporary directories registered here are removed
+//! and the process exits (130 + signal); the replayed programs die with it (their init has
+//! `PR_SET_PDEATHSIG`).
+//!
+//! The signals are blocked in every thread and taken by one thread with `sigwait`, so the
+//! removal runs in ordinary code, not in a signal handler.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+static DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes `dir` (recursively) if the process is interrupted before [`forget`].
+pub fn register(dir: &Path) {
+    DIRS.lock().unwrap_or_else(|e| e.into_inner()).push(dir.to_path_buf());
+}
+
+/// `dir` is gone or kept on purpose: no longer removed on interruption.
+pub fn forget(dir: &Path) {
+    DIRS.lock().unwrap_or_else(|e| e.into_inner()).retain(|d| d != dir);
+}
+
+/// [`register`]s a directory for as long as the guard lives.
+pub struct Guard(PathBuf);
+
+impl Guard {
+    pub fn new(dir: &Path) -> Guard {
+        register(dir);
+        Guard(dir.to_path_buf())
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        forget(&self.0);
+    }
+}
+
+const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+fn signal_set() -> libc::sigset_t {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in SIGNALS {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Call first thing in `main`, before any thread starts (threads inherit the signal mask).
+pub fn install() {
+    let set = signal_set();
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    let _ = std::thread::Builder::new().name("signals".into()).spawn(move || loop {
+        let mut sig = 0;
+        if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+            continue;
+        }
+        for d in DIRS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        eprintln!("apc-llvm: interrupted (signal {sig}); temporary files removed");
+        // No static destructors: solver threads may still be inside Z3.
+        unsafe { libc::_exit(128 + sig) };
+    });
+}

@@ -1,0 +1,210 @@
+//! Hostile programs under replay (issue 11): each reaches its target only after its hostile
+//! action, so the verdict must still be right, the action contained, and nothing left behind.
+
+mod common;
+use common::*;
+use std::time::{Duration, Instant};
+
+fn reach(name: &str, body: &str) -> serde_json::Value {
+    let src = format!(
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n#include <signal.h>\n\
+         #include <fcntl.h>\n#include <sys/socket.h>\n#include <netinet/in.h>\n#include <arpa/inet.h>\n\
+         #include <sys/prctl.h>\n#include <sys/ptrace.h>\n\
+         extern void reach_error(void);\n\
+         void f(int x) {{\n{body}\n  if (x == 3) reach_error();\n}}\n"
+    );
+    analyse(name, &src, &["--function", "f", "--call", "reach_error", "--timeout", "20"])
+}
+
+#[test]
+fn no_network_not_even_loopback() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let r = reach(
+        "net",
+        &format!(
+            "  int s = socket(AF_INET, SOCK_STREAM, 0);\n  struct sockaddr_in a = {{0}}; a.sin_family = AF_INET; a.sin_port = htons({port});\n  \
+             a.sin_addr.s_addr = htonl(0x7f000001);\n  if (s >= 0) connect(s, (struct sockaddr *)&a, sizeof a);"
+        ),
+    );
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert!(listener.accept().is_err(), "the replayed program connected to the test's listener");
+}
+
+#[test]
+fn secrets_are_out_of_sight() {
+    // Reached only when the environment is empty and the host's files are invisible.
+    let src = "#include <stdio.h>\n#include <stdlib.h>\nextern char **environ;\nextern void reach_error(void);\n\
+               void f(int x) { if (x == 3 && (!environ || !environ[0]) && !getenv(\"HOME\") && !fopen(\"/etc/passwd\", \"r\")\n\
+               && !fopen(\"/proc/self/environ\", \"r\")) reach_error(); }";
+    let r = analyse("secret", src, &["--function", "f", "--call", "reach_error", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "the run saw a secret: {r:#}");
+}
+
+#[test]
+fn kill_everything_hits_only_the_run() {
+    let r = reach("killall", "  kill(-1, SIGKILL);");
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}
+
+#[test]
+fn a_lingering_setsid_grandchild_neither_blocks_nor_survives() {
+    let name = format!("apclinger{}", std::process::id() % 100000);
+    let start = Instant::now();
+    let r = reach(
+        "linger",
+        &format!("  if (fork() == 0) {{ setsid(); prctl(PR_SET_NAME, \"{name}\"); for (int i = 0; i < 60; i++) sleep(1); _exit(0); }}"),
+    );
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert!(start.elapsed() < Duration::from_secs(20), "the grandchild held the tool up: {:?}", start.elapsed());
+    std::thread::sleep(Duration::from_millis(200));
+    let survivors: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+        .filter(|c| c.trim() == name)
+        .collect();
+    assert!(survivors.is_empty(), "a replayed process survived the run: {survivors:?}");
+}
+
+#[test]
+fn an_inherited_descriptor_does_not_lead_out() {
+    let marker = format!("apc-fd-escape-{}", std::process::id());
+    let src = format!(
+        "#include <stdio.h>\n#include <unistd.h>\nextern void reach_error(void);\n\
+         void f(int x) {{ for (int fd = 3; fd < 64; fd++) if (fchdir(fd) == 0) {{ FILE *o = fopen(\"{marker}\", \"w\"); if (o) fclose(o); }}\n\
+         if (x == 3) reach_error(); }}"
+    );
+    let p = c_program("fdesc", &src);
+    // The tool starts with a directory open on fd 9, not close-on-exec (as a careless caller
+    // might leave it).
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec 9</tmp; exec \"$0\" \"$1\" --function f --call reach_error --json --timeout 20"))
+        .arg(env!("CARGO_BIN_EXE_apc-llvm"))
+        .arg(&p.path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let escaped = std::path::Path::new("/tmp").join(&marker);
+    let existed = escaped.exists();
+    let _ = std::fs::remove_file(&escaped);
+    assert!(!existed, "the run wrote {} through an inherited descriptor", escaped.display());
+}
+
+#[test]
+fn a_forged_hit_message_is_no_hit() {
+    // The program writes what an old marker wrote, then never enters the target.
+    // (`getpid` is opaque to the analysis, so the exit does not make the target dead code.)
+    let src = "#include <unistd.h>\nextern void reach_error(void);\n\
+               void f(int x) { if (x == 3) { (void)!write(3, \"hit 0\\n\", 6); (void)!write(3, \"hit 0000000000000000 0\\n\", 23);\n\
+               if (getpid() > 0) _exit(0); }\n\
+               if (x == 3) reach_error(); }";
+    let r = analyse("forge", src, &["--function", "f", "--call", "reach_error", "--timeout", "10"]);
+    assert_ne!(r["verdict"], "reachable", "a forged hit was believed: {r:#}");
+    assert_eq!(r["witness"]["reached"], false, "{r:#}");
+}
+
+#[test]
+fn a_program_cannot_trace_its_supervisor() {
+    let r = reach("ptrace", "  if (ptrace(PTRACE_ATTACH, getppid(), 0, 0) == 0) { kill(getppid(), SIGKILL); _exit(9); }");
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}
+
+#[test]
+fn forking_many_times_is_bounded() {
+    let start = Instant::now();
+    let r = reach("forks", "  for (int i = 0; i < 1000; i++) if (fork() == 0) { sleep(30); _exit(0); }");
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert!(start.elapsed() < Duration::from_secs(20));
+}
+
+/// The unprivileged mode (the tool not run as root): the run gets user, pid and network
+/// namespaces of its own. Run as `nobody` through `setpriv` when the test runs as root.
+#[test]
+fn unprivileged_mode_contains_the_same_programs() {
+    let root = unsafe { libc::geteuid() } == 0;
+    let have_setpriv = std::process::Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !root || !have_setpriv {
+        eprintln!("skipped: needs root and setpriv to run the tool as nobody");
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let src = format!(
+        "#include <signal.h>\n#include <sys/socket.h>\n#include <netinet/in.h>\n#include <arpa/inet.h>\n#include <stdio.h>\n\
+         extern void reach_error(void);\n\
+         void f(int x) {{ kill(-1, SIGKILL);\n\
+         int s = socket(AF_INET, SOCK_STREAM, 0); struct sockaddr_in a = {{0}}; a.sin_family = AF_INET; a.sin_port = htons({port});\n\
+         a.sin_addr.s_addr = htonl(0x7f000001); if (s >= 0) connect(s, (struct sockaddr *)&a, sizeof a);\n\
+         FILE *o = fopen(\"/tmp/apc-unpriv-escape\", \"w\"); if (o) fclose(o);\n\
+         if (x == 3) reach_error(); }}\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let c = dir.path().join("unpriv.c");
+    std::fs::write(&c, src).unwrap();
+    std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let _ = std::fs::remove_file("/tmp/apc-unpriv-escape");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_apc-llvm"))
+        .arg(&c)
+        .args(["--function", "f", "--call", "reach_error", "--json", "--timeout", "20"])
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert!(listener.accept().is_err(), "the unprivileged run connected to the test's listener");
+    assert!(!std::path::Path::new("/tmp/apc-unpriv-escape").exists(), "the unprivileged run wrote outside its directory");
+}
+
+/// SIGTERM or SIGINT during a replay: the tool ends at once, the replayed program with it, and
+/// no temporary file is left.
+#[test]
+fn interrupted_runs_leave_nothing_behind() {
+    for (sig, name) in [(libc::SIGTERM, "term"), (libc::SIGINT, "int")] {
+        let comm = format!("apcsig{name}{}", std::process::id() % 10000);
+        let src = format!(
+            "#include <unistd.h>\n#include <sys/prctl.h>\nextern void reach_error(void);\n\
+             void f(int x) {{ if (x == 3) {{ prctl(PR_SET_NAME, \"{comm}\"); sleep(60); reach_error(); }} }}\n"
+        );
+        let p = c_program(name, &src);
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_apc-llvm"))
+            .arg(&p.path)
+            .args(["--function", "f", "--call", "reach_error", "--timeout", "60"])
+            .env("TMPDIR", tmp.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the replay runs.
+        let running = |comm: &str| {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .any(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == comm))
+        };
+        let start = Instant::now();
+        while !running(&comm) && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(running(&comm), "the replay never started");
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let sent = Instant::now();
+        let status = child.wait().unwrap();
+        assert!(sent.elapsed() < Duration::from_secs(3), "the tool took {:?} to stop", sent.elapsed());
+        assert_eq!(std::os::unix::process::ExitStatusExt::into_raw(status) >> 8, 128 + sig, "{status:?}");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!running(&comm), "the replayed program outlived the tool");
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+        assert!(left.is_empty(), "temporary files left: {left:?}");
+    }
+}

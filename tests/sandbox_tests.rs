@@ -208,3 +208,18 @@ fn interrupted_runs_leave_nothing_behind() {
         assert!(left.is_empty(), "temporary files left: {left:?}");
     }
 }
+
+#[test]
+fn filling_the_disk_is_bounded() {
+    // Writes as much as it can, in many files; reaches the target only if it was stopped well
+    // before 64 MiB and could not overwrite its own executable.
+    let r = reach(
+        "disk",
+        "  static char buf[65536]; memset(buf, 'x', sizeof buf); long total = 0;\n  \
+         for (int k = 0; k < 200; k++) { char name[32]; snprintf(name, sizeof name, \"f%d\", k);\n  \
+           FILE *o = fopen(name, \"w\"); if (!o) break;\n  \
+           for (int i = 0; i < 64; i++) { size_t n = fwrite(buf, 1, sizeof buf, o); total += (long)n; if (n != sizeof buf) break; }\n  \
+           fclose(o); }\n  FILE *r = fopen(\"/prog\", \"w\");\n  if (r || total >= (64l << 20)) return;",
+    );
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}

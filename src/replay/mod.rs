@@ -151,7 +151,8 @@ impl Replayer {
         let n = self.runs.fetch_add(1, Ordering::Relaxed);
         let work = self.dir.path().join(format!("run{n}"));
         let jail = work.join("jail");
-        std::fs::create_dir_all(&jail).map_err(|e| Error::internal(format!("creating {}: {e}", jail.display())))?;
+        // `jail/work` is where the run's tmpfs is mounted; the rest is read-only to the run.
+        std::fs::create_dir_all(jail.join("work")).map_err(|e| Error::internal(format!("creating {}: {e}", jail.display())))?;
         let exe = jail.join("prog");
         if std::fs::hard_link(&self.exe, &exe).is_err() {
             std::fs::copy(&self.exe, &exe).map_err(|e| Error::internal(format!("copying the replay program: {e}")))?;
@@ -160,14 +161,10 @@ impl Replayer {
         let token = random_token();
         write(&witness, &driver::encode(&self.spec(), w, token))?;
         let input = std::fs::File::open(&witness).map_err(|e| Error::internal(format!("opening {}: {e}", witness.display())))?;
-        // Only the run may write its directory: as root it runs under a uid of its own
-        // (`sandbox::run_uid`), which gets the directory; else it runs as the user.
+        // Nobody else may write the directory (the executable cannot be swapped); the run sees it
+        // read-only and writes to its own tmpfs.
         use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&jail, std::fs::Permissions::from_mode(0o700));
-        if unsafe { libc::geteuid() } == 0 {
-            let uid = sandbox::run_uid();
-            std::os::unix::fs::chown(&jail, Some(uid), Some(uid)).map_err(|e| Error::internal(format!("chown {}: {e}", jail.display())))?;
-        }
+        std::fs::set_permissions(&jail, std::fs::Permissions::from_mode(0o755)).map_err(|e| Error::internal(format!("chmod {}: {e}", jail.display())))?;
         let out = sandbox::run(&jail, limits, Some(&input), Some(token)).map_err(|e| Error::internal(format!("replay: {e}")));
         if !self.keep_temps {
             let _ = std::fs::remove_dir_all(&work);

@@ -71,7 +71,90 @@ const STEPS: &[&str] = &[
     "no_new_privs",
     "setrlimit",
     "execve",
+    "waiting for the user namespace's id maps",
+    "making mounts private",
+    "mounting the directory read-only",
+    "mounting the run's tmpfs",
+    "installing the seccomp filter",
 ];
+
+/// Disk space and files a run may create (its `/work` is a tmpfs of this size).
+const TMPFS_OPTIONS: &str = "size=16m,nr_inodes=4096";
+
+/// System calls a run may not make (x86-64 numbers), answered with EPERM: tracing, mounts and
+/// namespaces, keys, BPF and perf, modules, reboot and swap, cross-process memory access.
+/// `clone3` answers ENOSYS, so that the C library falls back to `clone`, whose flags the
+/// namespaces already contain.
+const DENIED_SYSCALLS: &[i64] = &[
+    libc::SYS_ptrace,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_reboot,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_userfaultfd,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_name_to_handle_at,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+];
+
+/// The seccomp filter: x86-64 only (other ABIs are killed), [`DENIED_SYSCALLS`] refused,
+/// sockets other than AF_UNIX refused, everything else allowed.
+fn seccomp_filter() -> Vec<libc::sock_filter> {
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    const ARCH_X86_64: u32 = 0xc000_003e;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    const RET_KILL_PROCESS: u32 = 0x8000_0000;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    let ins = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+    let eperm = RET_ERRNO | libc::EPERM as u32;
+    let mut f = vec![
+        ins(LD_W_ABS, 0, 0, 4), // arch
+        ins(JEQ_K, 1, 0, ARCH_X86_64),
+        ins(RET_K, 0, 0, RET_KILL_PROCESS),
+        ins(LD_W_ABS, 0, 0, 0), // nr
+        ins(JGE_K, 0, 1, 0x4000_0000), // the x32 ABI
+        ins(RET_K, 0, 0, eperm),
+        ins(JEQ_K, 0, 1, libc::SYS_clone3 as u32),
+        ins(RET_K, 0, 0, RET_ERRNO | libc::ENOSYS as u32),
+    ];
+    for nr in DENIED_SYSCALLS {
+        f.push(ins(JEQ_K, 0, 1, *nr as u32));
+        f.push(ins(RET_K, 0, 0, eperm));
+    }
+    // socket(domain, ...): only AF_UNIX.
+    f.push(ins(JEQ_K, 0, 3, libc::SYS_socket as u32));
+    f.push(ins(LD_W_ABS, 0, 0, 16)); // args[0], low half
+    f.push(ins(JEQ_K, 1, 0, libc::AF_UNIX as u32));
+    f.push(ins(RET_K, 0, 0, eperm));
+    f.push(ins(RET_K, 0, 0, RET_ALLOW));
+    f
+}
 
 /// Everything the child needs, prepared before `clone` (the child must not allocate).
 struct ChildPlan {
@@ -87,6 +170,12 @@ struct ChildPlan {
     is_root: bool,
     uid: u32,
     limits: [(u32, u64); 5],
+    /// Read end of the pipe on which the parent says the user namespace's maps are written.
+    sync_fd: i32,
+    /// `<root>/work`, where the run's tmpfs goes.
+    work: CString,
+    tmpfs_options: CString,
+    filter: libc::sock_fprog,
 }
 
 /// A raw system call's result; on failure the child reports `step` and its errno on `error_fd`,
@@ -111,6 +200,14 @@ unsafe fn child(plan: &ChildPlan) -> ! {
     // The tool blocks SIGINT/SIGTERM/SIGHUP for its signal thread; the program starts with none.
     let empty: [u64; 1] = [0];
     step(e, 0, syscall(SYS_rt_sigprocmask, SIG_SETMASK, empty.as_ptr(), std::ptr::null_mut::<u64>(), 8usize));
+    if plan.sync_fd >= 0 {
+        // In a new user namespace: wait until the parent has mapped the user to root in it.
+        let mut byte = 0u8;
+        if syscall(SYS_read, plan.sync_fd, &mut byte as *mut u8, 1usize) != 1 {
+            *__errno_location() = EPERM;
+            step(e, 14, -1);
+        }
+    }
     // Park the descriptors above the range about to be filled.
     let marker = step(e, 1, syscall(SYS_fcntl, plan.marker_fd, F_DUPFD, 100)) as c_int;
     let witness = if plan.witness_fd >= 0 { step(e, 2, syscall(SYS_fcntl, plan.witness_fd, F_DUPFD, 100)) as c_int } else { -1 };
@@ -131,8 +228,18 @@ unsafe fn child(plan: &ChildPlan) -> ! {
             syscall(SYS_close, fd);
         }
     }
+    // The directory, read-only, as the root; a small tmpfs on `/work` for what the run writes.
+    let none = std::ptr::null::<c_char>();
+    step(e, 15, syscall(SYS_mount, none, c"/".as_ptr(), none, (MS_REC | MS_PRIVATE) as c_ulong, std::ptr::null::<c_void>()));
+    step(e, 16, syscall(SYS_mount, plan.root.as_ptr(), plan.root.as_ptr(), none, (MS_BIND | MS_REC) as c_ulong, std::ptr::null::<c_void>()));
+    step(
+        e,
+        16,
+        syscall(SYS_mount, none, plan.root.as_ptr(), none, (MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV) as c_ulong, std::ptr::null::<c_void>()),
+    );
+    step(e, 17, syscall(SYS_mount, c"tmpfs".as_ptr(), plan.work.as_ptr(), c"tmpfs".as_ptr(), (MS_NOSUID | MS_NODEV) as c_ulong, plan.tmpfs_options.as_ptr()));
     step(e, 6, syscall(SYS_chroot, plan.root.as_ptr()));
-    step(e, 7, syscall(SYS_chdir, c"/".as_ptr()));
+    step(e, 7, syscall(SYS_chdir, c"/work".as_ptr()));
     if plan.is_root {
         step(e, 8, syscall(SYS_setgroups, 0, std::ptr::null::<gid_t>()));
         step(e, 9, syscall(SYS_setresgid, plan.uid, plan.uid, plan.uid));
@@ -151,6 +258,7 @@ unsafe fn child(plan: &ChildPlan) -> ! {
         let lim = rlimit { rlim_cur: value, rlim_max: value };
         step(e, 12, syscall(SYS_setrlimit, resource, &lim as *const rlimit));
     }
+    step(e, 18, syscall(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &plan.filter as *const sock_fprog, 0, 0));
     // This process is the init of a new pid namespace: when it exits, the kernel kills every
     // process left in the namespace (a `setsid` grandchild included). The program runs as its
     // child, so that it keeps ordinary signal semantics (an init ignores signals it has no
@@ -190,8 +298,8 @@ fn cstring(p: &[u8]) -> std::io::Result<CString> {
 pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Option<u64>) -> std::io::Result<RunOutcome> {
     use std::os::fd::AsRawFd;
     let is_root = unsafe { libc::geteuid() } == 0;
-    let mut pipes = [[0i32; 2]; 3];
-    for k in 0..3 {
+    let mut pipes = [[0i32; 2]; 4];
+    for k in 0..4 {
         if unsafe { libc::pipe2(pipes[k].as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             let e = std::io::Error::last_os_error();
             for q in &pipes[..k] {
@@ -203,8 +311,11 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Opt
             return Err(e);
         }
     }
-    let [marker, error, status_pipe] = pipes;
+    let [marker, error, status_pipe, sync] = pipes;
     let prog = cstring(b"/prog")?;
+    let mut filter = seccomp_filter();
+    let uid = run_uid();
+    let tmpfs_options = if is_root { format!("{TMPFS_OPTIONS},mode=0700,uid={uid},gid={uid}") } else { format!("{TMPFS_OPTIONS},mode=0700") };
     let plan = ChildPlan {
         root: cstring(dir.as_os_str().as_encoded_bytes())?,
         argv: [prog.as_ptr(), std::ptr::null()],
@@ -216,7 +327,11 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Opt
         error_fd: error[1],
         status_fd: status_pipe[1],
         is_root,
-        uid: run_uid(),
+        uid,
+        sync_fd: if is_root { -1 } else { sync[0] },
+        work: cstring(dir.join("work").as_os_str().as_encoded_bytes())?,
+        tmpfs_options: cstring(tmpfs_options.as_bytes())?,
+        filter: libc::sock_fprog { len: filter.len() as u16, filter: filter.as_mut_ptr() },
         limits: [
             (libc::RLIMIT_CPU, limits.cpu_seconds),
             (libc::RLIMIT_AS, limits.memory_bytes),
@@ -227,14 +342,14 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Opt
     };
     // No network, no shared IPC objects, a host name of its own; without root, inside a user
     // namespace of its own (which also makes chroot possible).
-    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWNS;
     if !is_root {
         flags |= libc::CLONE_NEWUSER;
     }
     let start = Instant::now();
     // SAFETY: a fork-like clone (no CLONE_VM, no new stack): the child gets a copy of the
     // address space and runs only `child`, which makes raw system calls and never returns.
-    let pid = unsafe { libc::syscall(libc::SYS_clone, (flags | libc::SIGCHLD) as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
+    let pid: libc::c_long = unsafe { libc::syscall(libc::SYS_clone, (flags | libc::SIGCHLD) as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
     if pid == 0 {
         unsafe { child(&plan) }
     }
@@ -242,7 +357,21 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Opt
         libc::close(marker[1]);
         libc::close(error[1]);
         libc::close(status_pipe[1]);
+        libc::close(sync[0]);
     }
+    if pid > 0 && !is_root {
+        // Map the user to root in the run's user namespace (so that it may mount its tmpfs and
+        // own what it writes there), then let the child go on.
+        let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let proc = format!("/proc/{pid}");
+        let mapped = std::fs::write(format!("{proc}/setgroups"), "deny")
+            .and_then(|_| std::fs::write(format!("{proc}/uid_map"), format!("0 {euid} 1")))
+            .and_then(|_| std::fs::write(format!("{proc}/gid_map"), format!("0 {egid} 1")));
+        if mapped.is_ok() {
+            unsafe { libc::write(sync[1], [1u8].as_ptr().cast(), 1) };
+        }
+    }
+    unsafe { libc::close(sync[1]) };
     let status_file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(status_pipe[0]) };
     if pid < 0 {
         let e = std::io::Error::last_os_error();

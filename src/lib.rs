@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod apc;
 pub mod cfg;
 pub mod config;
+pub mod dse;
 pub mod error;
 pub mod expr;
 pub mod ir;

@@ -1,0 +1,79 @@
+//! The incremental solver shared by every state of one search.
+//!
+//! Each path-condition node gets a fresh guard literal `g` and the solver keeps `g → cond`
+//! forever; a state's path condition is the list of its guards, passed as assumptions. So
+//! jumping between states of a best-first frontier costs no push/pop replay, and Z3 keeps what it
+//! learnt across states.
+
+use super::state::{PathCondition, PcNode};
+use std::rc::Rc;
+use std::time::Instant;
+use z3::ast::Bool;
+use z3::{Model, SatResult, Solver};
+
+/// Longest single query: a state whose query times out is given up, not decided.
+const QUERY_MS: u32 = 3_000;
+
+pub struct PathSolver {
+    pub solver: Solver,
+    next_guard: u64,
+    pub calls: u64,
+    deadline: Instant,
+    timeout_ms: u32,
+}
+
+/// The answer to a query.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Sat {
+    Yes,
+    No,
+    Unknown,
+}
+
+impl PathSolver {
+    pub fn new(deadline: Instant) -> Self {
+        PathSolver { solver: Solver::new(), next_guard: 0, calls: 0, deadline, timeout_ms: 0 }
+    }
+
+    /// `pc ∧ cond` as a new path condition (the old one is unchanged, forks share it).
+    pub fn extend(&mut self, pc: &PathCondition, cond: &Bool) -> PathCondition {
+        if cond.as_bool() == Some(true) {
+            return pc.clone();
+        }
+        self.next_guard += 1;
+        let guard = Bool::new_const(format!("dse.g{}", self.next_guard));
+        self.solver.assert(guard.implies(cond));
+        PathCondition { head: Some(Rc::new(PcNode { parent: pc.head.clone(), guard, depth: pc.len() + 1 })) }
+    }
+
+    fn set_timeout(&mut self) {
+        let left = self.deadline.saturating_duration_since(Instant::now()).as_millis().clamp(1, QUERY_MS as u128) as u32;
+        if left != self.timeout_ms {
+            let mut p = z3::Params::new();
+            p.set_u32("timeout", left);
+            self.solver.set_params(&p);
+            self.timeout_ms = left;
+        }
+    }
+
+    /// Satisfiability of `pc ∧ extra`.
+    pub fn check(&mut self, pc: &PathCondition, extra: &[Bool]) -> Sat {
+        if extra.iter().any(|b| b.as_bool() == Some(false)) {
+            return Sat::No;
+        }
+        self.set_timeout();
+        self.calls += 1;
+        let mut assumptions = pc.guards();
+        assumptions.extend(extra.iter().filter(|b| b.as_bool() != Some(true)).cloned());
+        match self.solver.check_assumptions(&assumptions) {
+            SatResult::Sat => Sat::Yes,
+            SatResult::Unsat => Sat::No,
+            SatResult::Unknown => Sat::Unknown,
+        }
+    }
+
+    /// The model of the last satisfiable [`PathSolver::check`].
+    pub fn model(&self) -> Option<Model> {
+        self.solver.get_model()
+    }
+}

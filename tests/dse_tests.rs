@@ -135,7 +135,7 @@ fn loop_free_unreachable_is_exhausted() {
         "loopfree.c",
         "extern int __VERIFIER_nondet_int(void);\nextern void reach_error(void);\n\
          int main(void) { int x = __VERIFIER_nondet_int(); int y = __VERIFIER_nondet_int();\n\
-         if (x > 5 && y == x * 2) { if (y < 10) reach_error(); }\n return 0; }\n",
+         if (x > 5 && x < 100 && y == x * 2) { if (y < 10) reach_error(); }\n return 0; }\n",
     );
     let (end, _, _) = search(&p, false, 10);
     assert!(matches!(end, DseEnd::Exhausted), "expected Exhausted, got {}", end_name(&end));

@@ -45,9 +45,15 @@ impl Names {
     pub fn buffer_array(&self, param: usize) -> Array {
         Array::new_const(self.params[param].as_str(), &z3::Sort::bitvector(64), &z3::Sort::bitvector(8))
     }
-    /// The term of nondet call number `k` (64 bits; each call keeps its low bits).
+    /// The term of nondet call number `k` (64 bits; each call keeps its low bits): a plain
+    /// constant, so that path queries stay free of array theory.
     pub fn nondet(&self, k: u64) -> BV {
-        self.stream_array().select(&BV::from_u64(k, 64)).as_bv().expect("the stream holds bit-vectors")
+        BV::new_const(format!("dse.nd{k}"), 64)
+    }
+    /// `nondet(k) = stream[k]`: ties the path's inputs to the APC's stream.
+    pub fn nondet_link(&self, k: u64) -> Bool {
+        let cell = self.stream_array().select(&BV::from_u64(k, 64)).as_bv().expect("the stream holds bit-vectors");
+        self.nondet(k).eq(&cell)
     }
 }
 

@@ -20,6 +20,7 @@ use crate::cfg::{Node, Structure};
 use crate::expr::{Expr, ExprId, ExprPool};
 use crate::ir::{BlockId, Program};
 use std::collections::BTreeSet;
+use tracing::debug;
 use z3::ast::{Bool, BV};
 
 /// Unfolding bound of the APC^K the guide uses (quantifier-free, still necessary).
@@ -99,6 +100,13 @@ impl Guide {
             let on_backbones = backbones.iter().flat_map(|(b, _)| b.iter().copied()).collect();
             loops.push(GuidedLoop { header: l.entry, blocks: l.blocks.clone(), backbones, on_backbones });
         }
+        // A loop on a top-level backbone may sit inside another one's blocks: the backbone
+        // passes it after the outer loop's summary, so its counters count only its last
+        // execution (the one in the outer loop's final, partial iteration), not every execution
+        // a path makes. The engine cannot tell those apart while running: no constraint.
+        let all: Vec<(BlockId, BTreeSet<BlockId>)> = loops.iter().map(|l: &GuidedLoop| (l.header, l.blocks.clone())).collect();
+        loops.retain(|l| !all.iter().any(|(h, bs)| *h != l.header && bs.contains(&l.header)));
+        debug!(loops = loops.len(), quantified = apc_smtlib.contains("forall") || apc_smtlib.contains("exists"), "DSE guide built");
         Some(Guide { names, apc_smtlib, loops })
     }
 
@@ -143,6 +151,11 @@ impl Guide {
                 p.visited.push(to);
             } else if p.inside {
                 if l.blocks.contains(&to) {
+                    // Back at a block of this iteration: a nested loop went round. Its earlier
+                    // rounds are not on the outer backbone, only the acyclic path is.
+                    if let Some(pos) = p.visited.iter().position(|b| *b == to) {
+                        p.visited.truncate(pos);
+                    }
                     p.visited.push(to);
                 } else {
                     p.inside = false;

@@ -54,6 +54,9 @@ pub struct DseStats {
     pub states_pruned_by_apc: u64,
     pub solver_calls: u64,
     pub models_tried: u64,
+    /// Pruning queries (path condition ∧ APC ∧ counter constraints) and the time they took.
+    pub apc_checks: u64,
+    pub apc_check_seconds: f64,
 }
 
 /// How a search ended.
@@ -70,6 +73,8 @@ pub enum DseEnd {
 /// Blocks a state runs before it goes back to the frontier (so that a loop without symbolic
 /// branches cannot keep the search from its deadline or from better states).
 const SLICE_BLOCKS: u32 = 4_096;
+/// Longest pruning query (the APC may be large): undecided means "keep the state".
+const PRUNE_QUERY_MS: u32 = 1_000;
 /// Models of one target-reaching path tried before it is dropped.
 const MODELS_PER_PATH: u32 = 3;
 
@@ -180,12 +185,11 @@ pub fn search(
     let mut exec = Executor { program, names: &names, inexact: None };
     let mut incomplete = Incomplete::default();
 
-    // The APC, asserted under a guard literal so that only pruning queries assume it.
-    let apc_guard = Bool::new_const("dse.apc");
-    let apc = guide.and_then(|g| g.apc_formula());
-    if let Some(f) = &apc {
-        solver.solver.assert(apc_guard.implies(f));
+    // The APC, in a solver of its own (see `PathSolver::check_apc`).
+    if let Some(f) = guide.and_then(|g| g.apc_formula()) {
+        solver.set_apc(&f);
     }
+    let started = Instant::now();
     let end = |end: DseEnd, mut stats: DseStats, solver: &PathSolver| {
         stats.solver_calls = solver.calls;
         info!(?stats, "dse finished");
@@ -208,12 +212,8 @@ pub fn search(
 
     let prune_check = |solver: &mut PathSolver, st: &DseState| -> Sat {
         let Some(g) = guide else { return Sat::Yes };
-        if apc.is_none() {
-            return Sat::Yes;
-        }
-        let mut extra = vec![apc_guard.clone()];
-        extra.extend(g.counter_constraints(&st.loops));
-        solver.check(&st.pc, &extra)
+        let extra = g.counter_constraints(&st.loops);
+        solver.check_apc(&st.pc, &extra, st.nondet, &|k| names.nondet_link(k), PRUNE_QUERY_MS)
     };
 
     while let Some(mut st) = frontier.pop() {
@@ -236,8 +236,20 @@ pub fn search(
                     continue;
                 }
             }
-            match prune_check(&mut solver, &st) {
+            let t = Instant::now();
+            // Pruning pays while it costs at most half of the search's time.
+            let affordable = stats.apc_check_seconds <= 0.5 * started.elapsed().as_secs_f64() + 0.5;
+            let pruned = if affordable { prune_check(&mut solver, &st) } else { Sat::Unknown };
+            if guide.is_some() {
+                stats.apc_checks += 1;
+                stats.apc_check_seconds += t.elapsed().as_secs_f64();
+            }
+            match pruned {
                 Sat::No => {
+                    if std::env::var("DSE_DEBUG").is_ok() {
+                        eprintln!("pruned at {} loops {:?}", program.function.label(st.block), st.loops.iter().map(|l| (l.counts.clone(), l.inside, l.exited, l.unreliable)).collect::<Vec<_>>());
+                        if let Some(g) = guide { for l in &g.loops { eprintln!("  loop {} bbs {:?}", program.function.label(l.header), l.backbones.iter().map(|(b, c)| (b.iter().map(|x| program.function.label(*x).to_string()).collect::<Vec<_>>(), c.clone())).collect::<Vec<_>>()); } }
+                    }
                     stats.states_pruned_by_apc += 1;
                     incomplete.note("states were pruned by the APC");
                     continue;

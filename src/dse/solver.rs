@@ -16,6 +16,12 @@ const QUERY_MS: u32 = 3_000;
 
 pub struct PathSolver {
     pub solver: Solver,
+    /// A second solver holding the APC at its base level (preprocessed once) and a copy of
+    /// every path-condition implication: pruning queries go there, path queries never pay
+    /// for the APC.
+    apc: Option<Solver>,
+    /// Nondet positions whose link to the APC's stream is asserted in `apc`.
+    linked: u64,
     next_guard: u64,
     pub calls: u64,
     deadline: Instant,
@@ -32,7 +38,7 @@ pub enum Sat {
 
 impl PathSolver {
     pub fn new(deadline: Instant) -> Self {
-        PathSolver { solver: Solver::new(), next_guard: 0, calls: 0, deadline, timeout_ms: 0 }
+        PathSolver { solver: Solver::new(), apc: None, linked: 0, next_guard: 0, calls: 0, deadline, timeout_ms: 0 }
     }
 
     /// `pc ∧ cond` as a new path condition (the old one is unchanged, forks share it).
@@ -42,7 +48,11 @@ impl PathSolver {
         }
         self.next_guard += 1;
         let guard = Bool::new_const(format!("dse.g{}", self.next_guard));
-        self.solver.assert(guard.implies(cond));
+        let imp = guard.implies(cond);
+        if let Some(a) = &self.apc {
+            a.assert(&imp);
+        }
+        self.solver.assert(&imp);
         PathCondition { head: Some(Rc::new(PcNode { parent: pc.head.clone(), guard, depth: pc.len() + 1 })) }
     }
 
@@ -70,6 +80,39 @@ impl PathSolver {
             SatResult::Unsat => Sat::No,
             SatResult::Unknown => Sat::Unknown,
         }
+    }
+
+    /// Installs the APC for [`PathSolver::check_apc`] (before any path condition exists).
+    pub fn set_apc(&mut self, apc: &Bool) {
+        let s = Solver::new();
+        s.assert(apc);
+        self.apc = Some(s);
+    }
+
+    /// Satisfiability of `pc ∧ APC ∧ extra` within `ms` milliseconds, where nondet positions
+    /// below `nondet` are tied to the APC's stream by `link`.
+    pub fn check_apc(&mut self, pc: &PathCondition, extra: &[Bool], nondet: u64, link: &dyn Fn(u64) -> Bool, ms: u32) -> Sat {
+        let Some(a) = &self.apc else { return Sat::Yes };
+        while self.linked < nondet {
+            a.assert(link(self.linked));
+            self.linked += 1;
+        }
+        let left = self.deadline.saturating_duration_since(Instant::now()).as_millis().clamp(1, ms as u128) as u32;
+        let mut p = z3::Params::new();
+        p.set_u32("timeout", left);
+        a.set_params(&p);
+        self.calls += 1;
+        a.push();
+        for e in extra {
+            a.assert(e);
+        }
+        let r = match a.check_assumptions(&pc.guards()) {
+            SatResult::Sat => Sat::Yes,
+            SatResult::Unsat => Sat::No,
+            SatResult::Unknown => Sat::Unknown,
+        };
+        a.pop(1);
+        r
     }
 
     /// The model of the last satisfiable [`PathSolver::check`].

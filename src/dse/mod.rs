@@ -73,6 +73,11 @@ pub enum DseEnd {
 /// Blocks a state runs before it goes back to the frontier (so that a loop without symbolic
 /// branches cannot keep the search from its deadline or from better states).
 const SLICE_BLOCKS: u32 = 4_096;
+/// Whether the frontier orders states by their iterations beyond the APC model's counter
+/// values before distance. Off: measured on the wp_* benchmarks, one APC^K model's counters
+/// misled the search more often than they helped (wp_sevens regressed from reached to
+/// time-out, wp_hw did not improve).
+const USE_COUNTER_GUESS: bool = false;
 /// Longest pruning query (the APC may be large): undecided means "keep the state".
 const PRUNE_QUERY_MS: u32 = 1_000;
 /// Models of one target-reaching path tried before it is dropped.
@@ -106,9 +111,10 @@ fn distances(program: &Program) -> Vec<u32> {
     dist
 }
 
-/// The frontier: best-first by (distance to the target, newest first among equals).
+/// The frontier: best-first by (iterations beyond the APC model's guess, distance to the
+/// target, newest first among equals).
 struct Frontier {
-    heap: BinaryHeap<(Reverse<u32>, u64, usize)>,
+    heap: BinaryHeap<(Reverse<u64>, Reverse<u32>, u64, usize)>,
     states: Vec<Option<DseState>>,
     seq: u64,
 }
@@ -117,13 +123,13 @@ impl Frontier {
     fn new() -> Self {
         Frontier { heap: BinaryHeap::new(), states: vec![], seq: 0 }
     }
-    fn push(&mut self, st: DseState, dist: u32) {
+    fn push(&mut self, st: DseState, dist: u32, excess: u64) {
         self.seq += 1;
         self.states.push(Some(st));
-        self.heap.push((Reverse(dist), self.seq, self.states.len() - 1));
+        self.heap.push((Reverse(excess), Reverse(dist), self.seq, self.states.len() - 1));
     }
     fn pop(&mut self) -> Option<DseState> {
-        let (_, _, i) = self.heap.pop()?;
+        let (_, _, _, i) = self.heap.pop()?;
         self.states[i].take()
     }
     fn is_empty(&self) -> bool {
@@ -190,6 +196,23 @@ pub fn search(
         solver.set_apc(&f);
     }
     let started = Instant::now();
+    // The first guess of each loop's iteration counts: a model of the APC (loop navigation).
+    let guess = match guide {
+        Some(g) => solver.apc_counter_guess(&g.loops.iter().map(|l| l.backbones.iter().map(|(_, n)| n.clone()).collect()).collect::<Vec<_>>()),
+        None => vec![],
+    };
+    debug!(?guess, "APC counter guess");
+    // Iterations a state has made beyond the guess: the counter deficit of the search order.
+    let excess = |st: &DseState| -> u64 {
+        if !USE_COUNTER_GUESS {
+            return 0;
+        }
+        st.loops
+            .iter()
+            .zip(&guess)
+            .map(|(p, gs)| p.counts.iter().zip(gs).map(|(c, g)| g.map_or(0, |g| c.saturating_sub(g))).sum::<u64>())
+            .sum()
+    };
     let end = |end: DseEnd, mut stats: DseStats, solver: &PathSolver| {
         stats.solver_calls = solver.calls;
         info!(?stats, "dse finished");
@@ -208,7 +231,7 @@ pub fn search(
         return end(DseEnd::Exhausted, stats, &solver);
     }
     let mut frontier = Frontier::new();
-    frontier.push(init, dist[entry.index()]);
+    frontier.push(init, dist[entry.index()], 0);
 
     let prune_check = |solver: &mut PathSolver, st: &DseState| -> Sat {
         let Some(g) = guide else { return Sat::Yes };
@@ -246,10 +269,7 @@ pub fn search(
             }
             match pruned {
                 Sat::No => {
-                    if std::env::var("DSE_DEBUG").is_ok() {
-                        eprintln!("pruned at {} loops {:?}", program.function.label(st.block), st.loops.iter().map(|l| (l.counts.clone(), l.inside, l.exited, l.unreliable)).collect::<Vec<_>>());
-                        if let Some(g) = guide { for l in &g.loops { eprintln!("  loop {} bbs {:?}", program.function.label(l.header), l.backbones.iter().map(|(b, c)| (b.iter().map(|x| program.function.label(*x).to_string()).collect::<Vec<_>>(), c.clone())).collect::<Vec<_>>()); } }
-                    }
+                    debug!(block = %program.function.label(st.block), "state pruned by the APC");
                     stats.states_pruned_by_apc += 1;
                     incomplete.note("states were pruned by the APC");
                     continue;
@@ -263,7 +283,8 @@ pub fn search(
         loop {
             if budget == 0 {
                 let d = dist[st.block.index()];
-                frontier.push(st, d);
+                let e = excess(&st);
+                frontier.push(st, d, e);
                 break;
             }
             budget -= 1;
@@ -301,7 +322,8 @@ pub fn search(
                         if let Some(g) = guide {
                             g.on_edge(&mut child.loops, to);
                         }
-                        frontier.push(child, dist[to.index()]);
+                        let e = excess(&child);
+                        frontier.push(child, dist[to.index()], e);
                     }
                     break;
                 }

@@ -115,6 +115,25 @@ impl PathSolver {
         r
     }
 
+    /// Values of the named 64-bit counters in some model of the APC alone (the first guess of
+    /// how often each loop runs).
+    pub fn apc_counter_guess(&mut self, names: &[Vec<Option<String>>]) -> Vec<Vec<Option<u64>>> {
+        let none = || names.iter().map(|l| vec![None; l.len()]).collect();
+        let Some(a) = &self.apc else { return none() };
+        let mut p = z3::Params::new();
+        p.set_u32("timeout", 2_000);
+        a.set_params(&p);
+        self.calls += 1;
+        if a.check() != SatResult::Sat {
+            return none();
+        }
+        let Some(m) = a.get_model() else { return none() };
+        names
+            .iter()
+            .map(|l| l.iter().map(|n| n.as_ref().and_then(|n| m.eval(&z3::ast::BV::new_const(n.as_str(), 64), true)).and_then(|v| v.as_u64())).collect())
+            .collect()
+    }
+
     /// The model of the last satisfiable [`PathSolver::check`].
     pub fn model(&self) -> Option<Model> {
         self.solver.get_model()

@@ -21,7 +21,7 @@ mod value;
 pub use exec::{Names, PARAM_BUFFER_BYTES};
 pub use guide::Guide;
 
-use crate::ir::{BlockId, Program, Ty};
+use crate::ir::{Program, Ty};
 use crate::witness::{ParamInput, Witness};
 use exec::{Executor, Step};
 use solver::{PathSolver, Sat};
@@ -261,7 +261,7 @@ pub fn search(
             }
             let t = Instant::now();
             // Pruning pays while it costs at most half of the search's time.
-            let affordable = stats.apc_check_seconds <= 0.5 * started.elapsed().as_secs_f64() + 0.5;
+            let affordable = stats.apc_check_seconds <= 0.8 * started.elapsed().as_secs_f64() + 0.5;
             let pruned = if affordable { prune_check(&mut solver, &st) } else { Sat::Unknown };
             if guide.is_some() {
                 stats.apc_checks += 1;
@@ -387,9 +387,4 @@ pub fn search(
 /// (always: an infeasible assumption must stop the path before it runs on).
 fn exec_needs_check(_st: &DseState) -> bool {
     true
-}
-
-#[allow(dead_code)]
-fn label(program: &Program, b: BlockId) -> &str {
-    program.function.label(b)
 }

@@ -72,11 +72,9 @@ impl PathCondition {
         }
         out
     }
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         self.head.as_ref().map_or(0, |n| n.depth)
-    }
-    pub fn is_empty(&self) -> bool {
-        self.head.is_none()
     }
 }
 

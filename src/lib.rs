@@ -9,6 +9,7 @@ pub mod apc;
 pub mod cfg;
 pub mod cleanup;
 pub mod config;
+pub mod dse;
 pub mod engine;
 pub mod error;
 pub mod expr;

@@ -1,0 +1,20 @@
+// More than twelve 7s in an array of up to 100 ints filled from nondet.
+// apc: --function main --call reach_error  expect=reachable
+extern int __VERIFIER_nondet_int(void);
+extern void reach_error(void);
+
+int main(void) {
+  int A[100];
+  int n = __VERIFIER_nondet_int();
+  if (n < 0 || n > 100)
+    return 0;
+  for (int i = 0; i < n; ++i)
+    A[i] = __VERIFIER_nondet_int();
+  int count = 0;
+  for (int i = 0; i < n; ++i)
+    if (A[i] == 7)
+      count++;
+  if (count > 12)
+    reach_error();
+  return 0;
+}

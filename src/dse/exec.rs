@@ -1,0 +1,729 @@
+//! Instruction semantics of the DSE: one block at a time, exactly or not at all.
+//!
+//! Whatever cannot be executed exactly (unknown instructions and external calls, pointer
+//! arithmetic across objects, reads of unknown bytes, out-of-bounds accesses) ends the state with
+//! [`Step::GiveUp`]: the engine never invents a value. Symbolic offsets are made concrete only
+//! when the path condition fixes them; otherwise memory is read through a Z3 array and written
+//! with one `ite` per byte, both exact.
+
+use super::solver::{PathSolver, Sat};
+use super::state::{Byte, DseState, Obj, ObjKind, Val};
+use super::value::{IntV, MAX_WIDTH};
+use crate::ir::{BlockId, CastOp, Callee, InstKind, IntPredicate, Operand, Program, Terminator, Ty};
+use std::rc::Rc;
+use z3::ast::{Array, Bool, BV};
+
+/// Bytes of the fresh buffer behind a pointer parameter. Accesses beyond it give up (a real
+/// caller's buffer may be longer), so the space explored stays honest.
+pub const PARAM_BUFFER_BYTES: u64 = 256;
+/// Largest object a symbolic-offset write rewrites byte by byte.
+const MAX_SYMBOLIC_WRITE_OBJECT: usize = 4096;
+/// Largest `memset`/`memcpy`/allocation modelled.
+const MAX_CONST_LEN: u64 = 1 << 16;
+
+/// Names of the input symbols, shared with the APC when a guide is used (so that the APC and the
+/// path condition speak about the same inputs).
+#[derive(Clone, Debug)]
+pub struct Names {
+    /// The nondet stream: an array from call number (64 bits) to a 64-bit value.
+    pub stream: String,
+    /// Per parameter of the function: the symbol of an integer parameter or the array of the
+    /// initial bytes of a pointer parameter's buffer.
+    pub params: Vec<String>,
+}
+
+impl Names {
+    pub fn defaults(program: &Program) -> Names {
+        Names {
+            stream: "dse.nondet".into(),
+            params: program.function.params.iter().map(|p| format!("dse.param.{}", p.name)).collect(),
+        }
+    }
+    pub fn stream_array(&self) -> Array {
+        Array::new_const(self.stream.as_str(), &z3::Sort::bitvector(64), &z3::Sort::bitvector(64))
+    }
+    pub fn buffer_array(&self, param: usize) -> Array {
+        Array::new_const(self.params[param].as_str(), &z3::Sort::bitvector(64), &z3::Sort::bitvector(8))
+    }
+    /// The term of nondet call number `k` (64 bits; each call keeps its low bits): a plain
+    /// constant, so that path queries stay free of array theory.
+    pub fn nondet(&self, k: u64) -> BV {
+        BV::new_const(format!("dse.nd{k}"), 64)
+    }
+    /// `nondet(k) = stream[k]`: ties the path's inputs to the APC's stream.
+    pub fn nondet_link(&self, k: u64) -> Bool {
+        let cell = self.stream_array().select(&BV::from_u64(k, 64)).as_bv().expect("the stream holds bit-vectors");
+        self.nondet(k).eq(&cell)
+    }
+}
+
+/// What executing one block led to.
+pub enum Step {
+    /// The state moved on to its next block.
+    Continue,
+    /// A symbolic branch: each feasible-looking successor with its condition.
+    Fork(Vec<(BlockId, Bool)>),
+    /// The state entered a target block.
+    Target,
+    /// The path ends without reaching the target (return, trap, exit, failed assumption).
+    Dead,
+    /// The state cannot be executed exactly.
+    GiveUp(String),
+}
+
+/// Why executing an instruction stopped.
+enum Stop {
+    Dead,
+    GiveUp(String),
+}
+
+fn give_up<T>(why: impl Into<String>) -> Result<T, Stop> {
+    Err(Stop::GiveUp(why.into()))
+}
+
+/// Executes blocks of one program.
+pub struct Executor<'a> {
+    pub program: &'a Program,
+    pub names: &'a Names,
+    /// Set when the engine explored something less than every run exactly (it then must not
+    /// answer `Exhausted`), with the reason.
+    pub inexact: Option<String>,
+}
+
+impl<'a> Executor<'a> {
+    /// The state at the function's entry: parameters and globals as the native run starts.
+    pub fn initial_state(&self) -> Result<DseState, String> {
+        let f = &self.program.function;
+        let mut st = DseState {
+            block: f.entry(),
+            prev: None,
+            regs: vec![None; f.value_types.len()],
+            objects: vec![],
+            pc: Default::default(),
+            nondet: 0,
+            steps: 0,
+            loops: vec![],
+            unchecked: false,
+        };
+        for g in &self.program.globals {
+            let bytes = match &g.init {
+                Some(init) => init.iter().map(|b| b.map_or(Byte::Unknown, |v| Byte::Int(IntV::c(8, v as u64)))).collect(),
+                None => vec![Byte::Unknown; g.size.min(MAX_CONST_LEN) as usize],
+            };
+            st.objects.push(Rc::new(Obj { name: g.name.clone(), kind: ObjKind::Global, bytes, alive: true }));
+        }
+        for (k, p) in f.params.iter().enumerate() {
+            let v = match &p.ty {
+                Ty::Int(w) if *w <= MAX_WIDTH => Val::Int(IntV::S { w: *w, t: BV::new_const(self.names.params[k].as_str(), *w) }),
+                Ty::Ptr => {
+                    let arr = self.names.buffer_array(k);
+                    let bytes = (0..PARAM_BUFFER_BYTES)
+                        .map(|i| Byte::Int(IntV::S { w: 8, t: arr.select(&BV::from_u64(i, 64)).as_bv().expect("bytes") }))
+                        .collect();
+                    let obj = st.objects.len() as u32;
+                    st.objects.push(Rc::new(Obj { name: p.name.clone(), kind: ObjKind::ParamBuffer { param: k }, bytes, alive: true }));
+                    Val::Ptr { obj, off: IntV::c(64, 0) }
+                }
+                other => return Err(format!("parameter '{}' of type {other}", p.name)),
+            };
+            st.set_reg(p.value, v);
+        }
+        Ok(st)
+    }
+
+    fn operand(&self, st: &DseState, op: &Operand) -> Result<Val, Stop> {
+        Ok(match op {
+            Operand::Value(v) => match st.reg(*v) {
+                Some(x) => x.clone(),
+                None => return give_up(format!("value '{}' is not defined on this path", self.program.function.value_name(*v))),
+            },
+            Operand::Int { width, value } if *width <= MAX_WIDTH => Val::Int(IntV::c(*width, *value)),
+            Operand::Global { id, offset } => Val::Ptr { obj: id.0, off: IntV::c(64, *offset as u64) },
+            Operand::Null => Val::Null,
+            // undef/poison: any value natively; the engine does not choose one for the run.
+            other => return give_up(format!("operand {other:?}")),
+        })
+    }
+
+    fn int(&self, st: &DseState, op: &Operand) -> Result<IntV, Stop> {
+        match self.operand(st, op)? {
+            Val::Int(i) => Ok(i),
+            Val::Null => Ok(IntV::c(64, 0)),
+            Val::Ptr { .. } => give_up("a pointer used as an integer"),
+        }
+    }
+
+    /// Adds `cond` to the path condition (a run continuing past this point satisfies it).
+    fn assume(&self, st: &mut DseState, solver: &mut PathSolver, cond: &Bool) {
+        if cond.as_bool() == Some(true) {
+            return;
+        }
+        st.pc = solver.extend(&st.pc, cond);
+        st.unchecked = true;
+    }
+
+    /// The value of a symbolic offset when the path condition fixes it.
+    fn unique(&self, st: &DseState, solver: &mut PathSolver, v: &IntV) -> Option<u64> {
+        if let Some(c) = v.as_const() {
+            return Some(c);
+        }
+        if solver.check(&st.pc, &[]) != Sat::Yes {
+            return None;
+        }
+        let m = solver.model()?;
+        let val = m.eval(&v.term(), true)?.as_u64()?;
+        let other = v.term().eq(BV::from_u64(val, v.width())).not();
+        (solver.check(&st.pc, &[other]) == Sat::No).then_some(val)
+    }
+
+    /// Executes the block `st.block` (entered from `st.prev`) and its terminator.
+    pub fn step(&mut self, st: &mut DseState, solver: &mut PathSolver) -> Step {
+        let f = &self.program.function;
+        let Some(block) = f.blocks.get(st.block.index()) else { return Step::GiveUp("no such block".into()) };
+        if block.target.is_some() {
+            return Step::Target;
+        }
+        st.steps += 1;
+        // Phis in parallel.
+        let mut phis = vec![];
+        for inst in &block.insts {
+            let InstKind::Phi { incoming } = &inst.kind else { continue };
+            let Some(pred) = st.prev else { return Step::GiveUp("phi in the entry block".into()) };
+            let Some((_, op)) = incoming.iter().find(|(b, _)| *b == pred) else {
+                return Step::GiveUp("phi without a value for its predecessor".into());
+            };
+            match self.operand(st, op) {
+                Ok(v) => phis.push((inst.result, v)),
+                Err(Stop::GiveUp(w)) => return Step::GiveUp(w),
+                Err(Stop::Dead) => return Step::Dead,
+            }
+        }
+        for (r, v) in phis {
+            if let Some(r) = r {
+                st.set_reg(r, v);
+            }
+        }
+        for inst in &block.insts {
+            if matches!(inst.kind, InstKind::Phi { .. }) {
+                continue;
+            }
+            match self.exec(st, solver, &inst.kind, &inst.ty, inst.result) {
+                Ok(Some(v)) => {
+                    if let Some(r) = inst.result {
+                        st.set_reg(r, v);
+                    }
+                }
+                Ok(None) => {}
+                Err(Stop::Dead) => return Step::Dead,
+                Err(Stop::GiveUp(w)) => return Step::GiveUp(w),
+            }
+        }
+        let here = st.block;
+        let go = |st: &mut DseState, to: BlockId| {
+            st.prev = Some(here);
+            st.block = to;
+            Step::Continue
+        };
+        match &block.term {
+            Terminator::Jump(b) => go(st, *b),
+            Terminator::Branch { then_bb, else_bb, .. } if then_bb == else_bb => go(st, *then_bb),
+            Terminator::Branch { cond, then_bb, else_bb } => {
+                let c = match self.int(st, cond) {
+                    Ok(c) => c,
+                    Err(Stop::GiveUp(w)) => return Step::GiveUp(w),
+                    Err(Stop::Dead) => return Step::Dead,
+                };
+                match c.as_const() {
+                    Some(x) => go(st, if x != 0 { *then_bb } else { *else_bb }),
+                    None => {
+                        let t = c.truthy();
+                        Step::Fork(vec![(*then_bb, t.clone()), (*else_bb, t.not())])
+                    }
+                }
+            }
+            Terminator::Switch { value, default, cases } => {
+                let v = match self.int(st, value) {
+                    Ok(v) => v,
+                    Err(Stop::GiveUp(w)) => return Step::GiveUp(w),
+                    Err(Stop::Dead) => return Step::Dead,
+                };
+                let w = v.width();
+                if let Some(x) = v.as_const() {
+                    let to = cases.iter().find(|(c, _)| IntV::c(w, *c).as_const() == Some(x)).map_or(*default, |(_, b)| *b);
+                    return go(st, to);
+                }
+                let t = v.term();
+                let mut succ: Vec<(BlockId, Vec<Bool>)> = vec![];
+                let mut add = |b: BlockId, c: Bool| match succ.iter_mut().find(|(x, _)| *x == b) {
+                    Some((_, cs)) => cs.push(c),
+                    None => succ.push((b, vec![c])),
+                };
+                for (c, b) in cases {
+                    add(*b, t.eq(BV::from_u64(*c, w)));
+                }
+                let none: Vec<Bool> = cases.iter().map(|(c, _)| t.eq(BV::from_u64(*c, w)).not()).collect();
+                add(*default, Bool::and(&none));
+                Step::Fork(succ.into_iter().map(|(b, cs)| (b, Bool::or(&cs))).collect())
+            }
+            Terminator::Return(_) | Terminator::Unreachable => Step::Dead,
+            Terminator::Unknown { opcode, .. } => Step::GiveUp(format!("terminator {opcode}")),
+        }
+    }
+
+    fn exec(&mut self, st: &mut DseState, solver: &mut PathSolver, kind: &InstKind, ty: &Ty, result: Option<crate::ir::ValueId>) -> Result<Option<Val>, Stop> {
+        Ok(Some(match kind {
+            InstKind::Binary { op, lhs, rhs } => {
+                let (a, b) = (self.int(st, lhs)?, self.int(st, rhs)?);
+                match IntV::binary(*op, &a, &b) {
+                    Ok(out) => {
+                        if let Some(c) = out.assume {
+                            self.assume(st, solver, &c);
+                        }
+                        Val::Int(out.value)
+                    }
+                    // A trapping division ends the run; other cases are not exact.
+                    Err(e) if e.0.contains("division") => return Err(Stop::Dead),
+                    Err(e) => return give_up(e.0),
+                }
+            }
+            InstKind::ICmp { pred, lhs, rhs } => {
+                let (a, b) = (self.operand(st, lhs)?, self.operand(st, rhs)?);
+                Val::Int(self.compare(*pred, a, b)?)
+            }
+            InstKind::Select { cond, then_val, else_val } => {
+                let c = self.int(st, cond)?;
+                let (a, b) = (self.operand(st, then_val)?, self.operand(st, else_val)?);
+                match (c.as_const(), a, b) {
+                    (Some(x), a, b) => {
+                        if x != 0 {
+                            a
+                        } else {
+                            b
+                        }
+                    }
+                    (None, Val::Int(a), Val::Int(b)) => Val::Int(IntV::ite(&c, &a, &b)),
+                    (None, Val::Ptr { obj: o1, off: a }, Val::Ptr { obj: o2, off: b }) if o1 == o2 => {
+                        Val::Ptr { obj: o1, off: IntV::ite(&c, &a, &b) }
+                    }
+                    _ => return give_up("select between pointers into different objects"),
+                }
+            }
+            InstKind::Cast { op, val } => {
+                let v = self.operand(st, val)?;
+                match (op, v) {
+                    (CastOp::BitCast, v) => v,
+                    (CastOp::ZExt | CastOp::SExt | CastOp::Trunc, Val::Int(i)) => {
+                        let Some(w) = ty.int_width().filter(|w| *w <= MAX_WIDTH) else { return give_up(format!("cast to {ty}")) };
+                        Val::Int(match op {
+                            CastOp::ZExt => i.zext(w),
+                            CastOp::SExt => i.sext(w),
+                            _ => i.trunc(w),
+                        })
+                    }
+                    (CastOp::PtrToInt, Val::Null) => Val::Int(IntV::c(ty.int_width().unwrap_or(64).min(64), 0)),
+                    (CastOp::IntToPtr, Val::Int(i)) if i.as_const() == Some(0) => Val::Null,
+                    (op, _) => return give_up(format!("{op:?} (addresses are not modelled)")),
+                }
+            }
+            InstKind::Phi { .. } => return Ok(None),
+            InstKind::Alloca { elem_size, count } => {
+                let n = self.int(st, count)?;
+                let Some(n) = n.as_const() else { return give_up("alloca of a symbolic size") };
+                let size = n.saturating_mul(*elem_size);
+                if size > MAX_CONST_LEN {
+                    return give_up("alloca too large");
+                }
+                // Uninitialised stack bytes: whatever the machine has there. Fresh symbols
+                // cover every value, so the space stays complete; the witness may miss.
+                let name = result.map(|r| self.program.function.value_name(r).to_string()).unwrap_or_default();
+                let obj = st.objects.len() as u32;
+                let bytes = (0..size).map(|k| Byte::Int(IntV::S { w: 8, t: BV::fresh_const(&format!("dse.uninit.{name}.{k}"), 8) })).collect();
+                st.objects.push(Rc::new(Obj { name, kind: ObjKind::Stack, bytes, alive: true }));
+                Val::Ptr { obj, off: IntV::c(64, 0) }
+            }
+            InstKind::Load { ptr } => {
+                let p = self.operand(st, ptr)?;
+                self.load(st, solver, p, ty)?
+            }
+            InstKind::Store { ptr, val, width } => {
+                let p = self.operand(st, ptr)?;
+                let v = self.operand(st, val)?;
+                self.store(st, solver, p, v, *width)?;
+                return Ok(None);
+            }
+            InstKind::PtrOffset { base, const_offset, terms } => {
+                let b = self.operand(st, base)?;
+                let Val::Ptr { obj, off } = b else { return give_up("pointer arithmetic on null") };
+                let mut off = add(&off, &IntV::c(64, *const_offset as u64));
+                for (idx, scale) in terms {
+                    let i = self.int(st, idx)?;
+                    let i = if i.width() < 64 { i.sext(64) } else { i.trunc(64) };
+                    let t = IntV::binary(crate::ir::BinOp::Mul, &i, &IntV::c(64, *scale as u64)).map_err(|e| Stop::GiveUp(e.0))?.value;
+                    off = add(&off, &t);
+                }
+                Val::Ptr { obj, off }
+            }
+            InstKind::Call { callee, args } => return self.call(st, solver, callee, args, ty),
+            InstKind::Unknown { opcode } => return give_up(format!("instruction {opcode}")),
+        }))
+    }
+
+    fn compare(&self, pred: IntPredicate, a: Val, b: Val) -> Result<IntV, Stop> {
+        use IntPredicate::*;
+        Ok(match (a, b) {
+            (Val::Int(x), Val::Int(y)) => IntV::cmp(pred, &x, &y),
+            (Val::Null, Val::Null) => IntV::cmp(pred, &IntV::c(64, 0), &IntV::c(64, 0)),
+            (Val::Ptr { obj: o1, off: x }, Val::Ptr { obj: o2, off: y }) if o1 == o2 => IntV::cmp(pred, &x, &y),
+            // An object is never at address 0.
+            (Val::Ptr { .. }, Val::Null) | (Val::Null, Val::Ptr { .. }) if matches!(pred, Eq | Ne) => IntV::c(1, (pred == Ne) as u64),
+            _ => return give_up("comparison of pointers into different objects"),
+        })
+    }
+
+    /// Resolves a pointer to (object, offset) for an access of `n` bytes; the offset is
+    /// concrete when the path fixes it.
+    fn locate(&mut self, st: &DseState, solver: &mut PathSolver, p: Val, n: u64) -> Result<(u32, IntV), Stop> {
+        let Val::Ptr { obj, off } = p else {
+            // Dereferencing null traps natively: the run ends.
+            return Err(Stop::Dead);
+        };
+        let o = &st.objects[obj as usize];
+        if !o.alive {
+            return give_up(format!("access to '{}' after its lifetime", o.name));
+        }
+        let size = o.bytes.len() as u64;
+        let off = match self.unique(st, solver, &off) {
+            Some(c) => IntV::c(64, c),
+            None => off,
+        };
+        if let Some(c) = off.as_const() {
+            if c.checked_add(n).is_none_or(|e| e > size) {
+                return give_up(format!("access to '{}' at offset {} beyond its {size} bytes", o.name, c as i64));
+            }
+        }
+        Ok((obj, off))
+    }
+
+    fn load(&mut self, st: &mut DseState, solver: &mut PathSolver, p: Val, ty: &Ty) -> Result<Val, Stop> {
+        let bits = match ty {
+            Ty::Ptr => 64,
+            Ty::Int(w) if *w <= MAX_WIDTH => *w,
+            other => return give_up(format!("load of {other}")),
+        };
+        let n = bits.div_ceil(8) as u64;
+        let (obj, off) = self.locate(st, solver, p, n)?;
+        let o = st.objects[obj as usize].clone();
+        let bytes: Vec<Byte> = match off.as_const() {
+            Some(c) => o.bytes[c as usize..(c + n) as usize].to_vec(),
+            None => {
+                let (arr, off) = self.symbolic_view(st, solver, &o, &off, n)?;
+                (0..n)
+                    .map(|k| {
+                        let i = off.term().bvadd(BV::from_u64(k, 64));
+                        Byte::Int(IntV::S { w: 8, t: arr.select(&i).as_bv().expect("bytes") })
+                    })
+                    .collect()
+            }
+        };
+        if *ty == Ty::Ptr {
+            if let Byte::Ptr { obj, off, k: 0 } = &bytes[0] {
+                let whole = bytes.iter().enumerate().all(|(k, b)| matches!(b, Byte::Ptr { obj: o2, k: k2, .. } if o2 == obj && *k2 as usize == k));
+                // Same offset term: the eight bytes came from one store of this pointer.
+                if whole && bytes.iter().all(|b| matches!(b, Byte::Ptr { off: o2, .. } if same(o2, off))) {
+                    return Ok(Val::Ptr { obj: *obj, off: off.clone() });
+                }
+            }
+            if bytes.iter().all(|b| matches!(b, Byte::Int(IntV::C { v: 0, .. }))) {
+                return Ok(Val::Null);
+            }
+            return give_up("load of a pointer from bytes that are not one stored pointer");
+        }
+        let mut acc: Option<IntV> = None;
+        let mut all_const = true;
+        let mut cval = 0u64;
+        let mut terms = vec![];
+        for (k, b) in bytes.iter().enumerate() {
+            match b {
+                Byte::Int(IntV::C { v, .. }) => {
+                    cval |= v << (8 * k);
+                    terms.push(BV::from_u64(*v, 8));
+                }
+                Byte::Int(IntV::S { t, .. }) => {
+                    all_const = false;
+                    terms.push(t.clone());
+                }
+                Byte::Ptr { .. } => return give_up("integer load of a stored pointer"),
+                Byte::Unknown => return give_up(format!("load of unknown bytes of '{}'", o.name)),
+            }
+        }
+        if all_const {
+            acc = Some(IntV::c(bits, cval));
+        }
+        let v = match acc {
+            Some(v) => v,
+            None => {
+                let mut t = terms[0].clone();
+                for b in &terms[1..] {
+                    t = b.concat(&t);
+                }
+                IntV::sym((n * 8) as u32, t).trunc(bits)
+            }
+        };
+        Ok(Val::Int(v))
+    }
+
+    /// The object's bytes as a Z3 array for a read at a symbolic offset, with the access kept in
+    /// bounds (a run reading outside the object is one this engine does not follow).
+    fn symbolic_view(&mut self, st: &mut DseState, solver: &mut PathSolver, o: &Obj, off: &IntV, n: u64) -> Result<(Array, IntV), Stop> {
+        let mut arr = Array::const_array(&z3::Sort::bitvector(64), &BV::from_u64(0, 8));
+        for (k, b) in o.bytes.iter().enumerate() {
+            match b {
+                Byte::Int(v) => arr = arr.store(&BV::from_u64(k as u64, 64), &v.term()),
+                _ => return give_up(format!("symbolic-offset read of '{}', which holds pointers or unknown bytes", o.name)),
+            }
+        }
+        self.bound(st, solver, off, n, o.bytes.len() as u64)?;
+        Ok((arr, off.clone()))
+    }
+
+    /// Restricts a symbolic offset to the object; when leaving it is possible, the search is
+    /// no longer exhaustive.
+    fn bound(&mut self, st: &mut DseState, solver: &mut PathSolver, off: &IntV, n: u64, size: u64) -> Result<(), Stop> {
+        if n > size {
+            return give_up("access wider than its object");
+        }
+        let inside = off.term().bvule(BV::from_u64(size - n, 64));
+        if solver.check(&st.pc, &[inside.not()]) != Sat::No {
+            self.inexact.get_or_insert_with(|| "a symbolic offset could leave its object".into());
+        }
+        self.assume(st, solver, &inside);
+        Ok(())
+    }
+
+    fn store(&mut self, st: &mut DseState, solver: &mut PathSolver, p: Val, v: Val, width: u32) -> Result<(), Stop> {
+        let n = width.div_ceil(8) as u64;
+        let bytes: Vec<Byte> = match v {
+            Val::Int(i) => {
+                if i.width() > MAX_WIDTH {
+                    return give_up("store of a wide integer");
+                }
+                let i = i.zext((n * 8) as u32);
+                (0..n)
+                    .map(|k| {
+                        Byte::Int(match &i {
+                            IntV::C { v, .. } => IntV::c(8, v >> (8 * k)),
+                            IntV::S { t, .. } => IntV::sym(8, t.extract(8 * k as u32 + 7, 8 * k as u32)),
+                        })
+                    })
+                    .collect()
+            }
+            Val::Null if n == 8 => (0..8).map(|_| Byte::Int(IntV::c(8, 0))).collect(),
+            Val::Ptr { obj, off } if n == 8 => (0..8).map(|k| Byte::Ptr { obj, off: off.clone(), k }).collect(),
+            _ => return give_up("store of a pointer with a width other than 8"),
+        };
+        let (obj, off) = self.locate(st, solver, p, n)?;
+        if st.objects[obj as usize].kind == ObjKind::Global && self.program.globals.get(obj as usize).is_some_and(|g| g.is_constant) {
+            // Writing a constant global faults natively.
+            return Err(Stop::Dead);
+        }
+        match off.as_const() {
+            Some(c) => {
+                let o = st.obj_mut(obj);
+                for (k, b) in bytes.into_iter().enumerate() {
+                    o.bytes[c as usize + k] = b;
+                }
+            }
+            None => {
+                let size = st.objects[obj as usize].bytes.len();
+                if size > MAX_SYMBOLIC_WRITE_OBJECT {
+                    return give_up("symbolic-offset write into a large object");
+                }
+                self.bound(st, solver, &off, n, size as u64)?;
+                let o = st.obj_mut(obj);
+                let t = off.term();
+                for pos in 0..size {
+                    for (k, b) in bytes.iter().enumerate() {
+                        if pos < k {
+                            continue;
+                        }
+                        let (Byte::Int(new), Byte::Int(old)) = (b, &o.bytes[pos]) else {
+                            return give_up("symbolic-offset write over pointers or unknown bytes");
+                        };
+                        let hit = t.eq(BV::from_u64((pos - k) as u64, 64));
+                        o.bytes[pos] = Byte::Int(IntV::S { w: 8, t: hit.ite(&new.term(), &old.term()) });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, st: &mut DseState, solver: &mut PathSolver, callee: &Callee, args: &[Operand], ty: &Ty) -> Result<Option<Val>, Stop> {
+        let Callee::Direct(name) = callee else { return give_up("indirect call") };
+        let name = name.as_str();
+        if name.starts_with("__VERIFIER_nondet_") {
+            let raw = self.names.nondet(st.nondet);
+            st.nondet += 1;
+            return match ty {
+                Ty::Int(w) if *w <= 64 => Ok(Some(Val::Int(IntV::S { w: *w, t: if *w == 64 { raw } else { raw.extract(w - 1, 0) } }))),
+                other => give_up(format!("nondet of type {other}")),
+            };
+        }
+        if name == crate::load::TARGET_MARKER {
+            return Ok(None);
+        }
+        let int_arg = |this: &Self, st: &DseState, k: usize| -> Result<IntV, Stop> {
+            match args.get(k) {
+                Some(a) => this.int(st, a),
+                None => give_up(format!("{name} without argument {k}")),
+            }
+        };
+        match name {
+            "__VERIFIER_assume" | "llvm.assume" => {
+                let c = int_arg(self, st, 0)?;
+                if c.as_const() == Some(0) {
+                    return Err(Stop::Dead);
+                }
+                self.assume(st, solver, &c.truthy());
+                return Ok(None);
+            }
+            "exit" | "_exit" | "abort" | "__assert_fail" | "__VERIFIER_error" => return Err(Stop::Dead),
+            "malloc" | "calloc" => {
+                let n = if name == "malloc" {
+                    int_arg(self, st, 0)?
+                } else {
+                    let (a, b) = (int_arg(self, st, 0)?, int_arg(self, st, 1)?);
+                    IntV::binary(crate::ir::BinOp::Mul, &a, &b).map_err(|e| Stop::GiveUp(e.0))?.value
+                };
+                let Some(n) = n.as_const().filter(|&n| n <= MAX_CONST_LEN) else { return give_up("allocation of a symbolic size") };
+                // malloc may also fail natively: that run is not explored.
+                self.inexact.get_or_insert_with(|| "heap allocations are assumed to succeed".into());
+                let obj = st.objects.len() as u32;
+                let bytes = (0..n)
+                    .map(|k| {
+                        if name == "calloc" {
+                            Byte::Int(IntV::c(8, 0))
+                        } else {
+                            Byte::Int(IntV::S { w: 8, t: BV::fresh_const(&format!("dse.heap{obj}.{k}"), 8) })
+                        }
+                    })
+                    .collect();
+                st.objects.push(Rc::new(Obj { name: format!("heap{obj}"), kind: ObjKind::Heap, bytes, alive: true }));
+                return Ok(Some(Val::Ptr { obj, off: IntV::c(64, 0) }));
+            }
+            "free" => {
+                match self.operand(st, &args[0])? {
+                    Val::Null => {}
+                    Val::Ptr { obj, off } if off.as_const() == Some(0) && st.objects[obj as usize].kind == ObjKind::Heap => {
+                        st.obj_mut(obj).alive = false;
+                    }
+                    _ => return give_up("free of something other than a heap block's start"),
+                }
+                return Ok(None);
+            }
+            _ => {}
+        }
+        if let Some(intrinsic) = name.strip_prefix("llvm.") {
+            let base = intrinsic.split('.').next().unwrap_or("");
+            match base {
+                "lifetime" | "dbg" => return Ok(None),
+                "smax" | "smin" | "umax" | "umin" => {
+                    let (a, b) = (int_arg(self, st, 0)?, int_arg(self, st, 1)?);
+                    let p = match base {
+                        "smax" => IntPredicate::Sgt,
+                        "smin" => IntPredicate::Slt,
+                        "umax" => IntPredicate::Ugt,
+                        _ => IntPredicate::Ult,
+                    };
+                    let c = IntV::cmp(p, &a, &b);
+                    return Ok(Some(Val::Int(IntV::ite(&c, &a, &b))));
+                }
+                "abs" => {
+                    let a = int_arg(self, st, 0)?;
+                    let w = a.width();
+                    let neg = IntV::binary(crate::ir::BinOp::Sub, &IntV::c(w, 0), &a).map_err(|e| Stop::GiveUp(e.0))?.value;
+                    let c = IntV::cmp(IntPredicate::Slt, &a, &IntV::c(w, 0));
+                    return Ok(Some(Val::Int(IntV::ite(&c, &neg, &a))));
+                }
+                "expect" => return Ok(Some(Val::Int(int_arg(self, st, 0)?))),
+                "memset" => {
+                    self.memset(st, solver, args)?;
+                    return Ok(None);
+                }
+                "memcpy" | "memmove" => {
+                    self.memcpy(st, solver, args)?;
+                    return Ok(None);
+                }
+                _ => return give_up(format!("intrinsic {name}")),
+            }
+        }
+        match name {
+            "memset" => {
+                self.memset(st, solver, args)?;
+                Ok(Some(self.operand(st, &args[0])?))
+            }
+            "memcpy" | "memmove" => {
+                self.memcpy(st, solver, args)?;
+                Ok(Some(self.operand(st, &args[0])?))
+            }
+            _ => give_up(format!("external call {name}")),
+        }
+    }
+
+    fn const_len(&self, st: &DseState, args: &[Operand]) -> Result<u64, Stop> {
+        let n = match args.get(2) {
+            Some(a) => self.int(st, a)?,
+            None => return give_up("memory intrinsic without a length"),
+        };
+        match n.as_const() {
+            Some(n) if n <= MAX_CONST_LEN => Ok(n),
+            _ => give_up("memory intrinsic of a symbolic length"),
+        }
+    }
+
+    fn memset(&mut self, st: &mut DseState, solver: &mut PathSolver, args: &[Operand]) -> Result<(), Stop> {
+        let n = self.const_len(st, args)?;
+        let p = self.operand(st, &args[0])?;
+        let v = self.int(st, &args[1])?.trunc(8);
+        if n == 0 {
+            return Ok(());
+        }
+        let (obj, off) = self.locate(st, solver, p, n)?;
+        let Some(c) = off.as_const() else { return give_up("memset at a symbolic offset") };
+        let o = st.obj_mut(obj);
+        for k in 0..n {
+            o.bytes[(c + k) as usize] = Byte::Int(v.clone());
+        }
+        Ok(())
+    }
+
+    fn memcpy(&mut self, st: &mut DseState, solver: &mut PathSolver, args: &[Operand]) -> Result<(), Stop> {
+        let n = self.const_len(st, args)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let (d, s) = (self.operand(st, &args[0])?, self.operand(st, &args[1])?);
+        let (sobj, soff) = self.locate(st, solver, s, n)?;
+        let (dobj, doff) = self.locate(st, solver, d, n)?;
+        let (Some(sc), Some(dc)) = (soff.as_const(), doff.as_const()) else { return give_up("memcpy at a symbolic offset") };
+        let bytes: Vec<Byte> = st.objects[sobj as usize].bytes[sc as usize..(sc + n) as usize].to_vec();
+        let o = st.obj_mut(dobj);
+        for (k, b) in bytes.into_iter().enumerate() {
+            o.bytes[dc as usize + k] = b;
+        }
+        Ok(())
+    }
+}
+
+fn add(a: &IntV, b: &IntV) -> IntV {
+    IntV::binary(crate::ir::BinOp::Add, a, b).map(|o| o.value).unwrap_or_else(|_| a.clone())
+}
+
+/// Whether two offset terms are the same value syntactically.
+fn same(a: &IntV, b: &IntV) -> bool {
+    match (a, b) {
+        (IntV::C { v: x, .. }, IntV::C { v: y, .. }) => x == y,
+        (IntV::S { t: x, .. }, IntV::S { t: y, .. }) => x == y,
+        _ => false,
+    }
+}

@@ -1,0 +1,185 @@
+//! APC-based pruning data for the DSE (issue 9, item 2).
+//!
+//! The APC is a necessary condition on the inputs of every run that reaches the target. The DSE
+//! names its input symbols exactly as the APC does (the nondet stream, parameters, parameter
+//! buffers), so for a state with path condition PC, `PC ∧ APC` is necessary for *some extension
+//! of this path* to reach the target: when it is unsatisfiable the state is dropped. The APC's
+//! path counters κ_b of each top-level loop count that loop's iterations along backbone b; the
+//! state knows how many it has done (c_b), so it adds κ_b ≥ c_b while inside the loop and
+//! κ_b = c_b once it has left it (a run never re-enters a top-level loop). That is what makes
+//! the pruning bite: "k + (ones still to come) > 12" becomes unsatisfiable as soon as too few
+//! iterations remain.
+//!
+//! Everything here is plain data (the APC as SMT-LIB text, names, block sets), so a `Guide`
+//! can be built on one thread and used on the DSE's thread, where the Z3 terms are made.
+
+use super::exec::Names;
+use super::state::LoopProgress;
+use crate::apc::Apc;
+use crate::cfg::{Node, Structure};
+use crate::expr::{Expr, ExprId, ExprPool};
+use crate::ir::{BlockId, Program};
+use std::collections::BTreeSet;
+use tracing::debug;
+use z3::ast::{Bool, BV};
+
+/// Unfolding bound of the APC^K the guide uses (quantifier-free, still necessary).
+pub const GUIDE_UNFOLD_K: u32 = 8;
+/// Most expressions the unfolding may add.
+const MAX_UNFOLD_NODES: usize = 200_000;
+
+/// One top-level loop whose iterations the DSE counts.
+#[derive(Clone, Debug)]
+pub struct GuidedLoop {
+    pub header: BlockId,
+    pub blocks: BTreeSet<BlockId>,
+    /// Per iteration backbone: its blocks and the name of its counter κ in the APC (`None` for
+    /// infeasible backbones).
+    pub backbones: Vec<(BTreeSet<BlockId>, Option<String>)>,
+    /// Blocks that appear on some iteration backbone (blocks of nested loops' bodies do not).
+    pub on_backbones: BTreeSet<BlockId>,
+}
+
+/// Pruning data built from the APC.
+#[derive(Clone, Debug)]
+pub struct Guide {
+    pub names: Names,
+    /// The (unfolded, quantifier-free when possible) APC in SMT-LIB 2.
+    pub apc_smtlib: String,
+    pub loops: Vec<GuidedLoop>,
+}
+
+fn symbol_name(pool: &ExprPool, e: ExprId) -> Option<String> {
+    match pool.get(e) {
+        Expr::Symbol { name, .. } => Some(name.to_string()),
+        _ => None,
+    }
+}
+
+impl Guide {
+    /// Builds the guide from the APC of `program` (as `analysis::run` computes it). Returns
+    /// `None` when the APC cannot serve (building timed out).
+    pub fn new(program: &Program, structure: &Structure, apc: &Apc, pool: &ExprPool) -> Option<Guide> {
+        if apc.timed_out {
+            return None;
+        }
+        let mut names = Names::defaults(program);
+        if let Some(s) = apc.inputs.nondet_stream.and_then(|s| symbol_name(pool, s)) {
+            names.stream = s;
+        }
+        for (k, p) in program.function.params.iter().enumerate() {
+            let sym = match &p.ty {
+                crate::ir::Ty::Int(_) => apc.inputs.param_input(&p.name).and_then(|s| symbol_name(pool, s)),
+                crate::ir::Ty::Ptr => apc.inputs.param_buffer_object(&p.name).and_then(|o| symbol_name(pool, o.initial)),
+                _ => None,
+            };
+            if let Some(s) = sym {
+                names.params[k] = s;
+            }
+        }
+        let mut pool = pool.clone();
+        let formula = crate::apc::unfold::unfold_within(&mut pool, apc.formula, GUIDE_UNFOLD_K, false, MAX_UNFOLD_NODES).unwrap_or(apc.formula);
+        let apc_smtlib = crate::solve::smtlib(&pool, formula);
+
+        // Top-level loops: the loops entered on the top-level backbones.
+        let top: BTreeSet<_> = structure.backbones.iter().flat_map(|b| b.entries.iter().map(|(_, l)| *l)).collect();
+        let mut loops = vec![];
+        for id in top {
+            let l = structure.get(id);
+            let Some((_, summary)) = apc.summaries.iter().find(|(lid, _)| *lid == id) else { continue };
+            let backbones: Vec<(BTreeSet<BlockId>, Option<String>)> = l
+                .backbones
+                .iter()
+                .enumerate()
+                .map(|(i, bb)| {
+                    let blocks = bb.nodes.iter().filter_map(|n| if let Node::Block(b) = n { Some(*b) } else { None }).collect();
+                    let counter = summary.backbone_counters.get(i).copied().flatten().and_then(|c| symbol_name(&pool, c));
+                    (blocks, counter)
+                })
+                .collect();
+            let on_backbones = backbones.iter().flat_map(|(b, _)| b.iter().copied()).collect();
+            loops.push(GuidedLoop { header: l.entry, blocks: l.blocks.clone(), backbones, on_backbones });
+        }
+        // A loop on a top-level backbone may sit inside another one's blocks: the backbone
+        // passes it after the outer loop's summary, so its counters count only its last
+        // execution (the one in the outer loop's final, partial iteration), not every execution
+        // a path makes. The engine cannot tell those apart while running: no constraint.
+        let all: Vec<(BlockId, BTreeSet<BlockId>)> = loops.iter().map(|l: &GuidedLoop| (l.header, l.blocks.clone())).collect();
+        loops.retain(|l| !all.iter().any(|(h, bs)| *h != l.header && bs.contains(&l.header)));
+        debug!(loops = loops.len(), quantified = apc_smtlib.contains("forall") || apc_smtlib.contains("exists"), "DSE guide built");
+        Some(Guide { names, apc_smtlib, loops })
+    }
+
+    /// The APC as one Z3 formula of the calling thread's context.
+    pub fn apc_formula(&self) -> Option<Bool> {
+        let s = z3::Solver::new();
+        s.from_string(self.apc_smtlib.as_str());
+        let parts = s.get_assertions();
+        if parts.is_empty() {
+            return None;
+        }
+        Some(Bool::and(&parts))
+    }
+
+    pub fn initial_progress(&self) -> Vec<LoopProgress> {
+        self.loops
+            .iter()
+            .map(|l| LoopProgress { counts: vec![0; l.backbones.len()], visited: vec![], inside: false, exited: false, unreliable: false })
+            .collect()
+    }
+
+    /// Updates the iteration counts for the edge `from → to`.
+    pub fn on_edge(&self, progress: &mut [LoopProgress], to: BlockId) {
+        for (l, p) in self.loops.iter().zip(progress.iter_mut()) {
+            if p.unreliable {
+                continue;
+            }
+            if to == l.header {
+                if p.inside {
+                    // An iteration ended: which backbone did it follow?
+                    let seen: BTreeSet<BlockId> = p.visited.iter().copied().filter(|b| l.on_backbones.contains(b)).collect();
+                    let matching: Vec<usize> = l.backbones.iter().enumerate().filter(|(_, (bs, _))| *bs == seen).map(|(i, _)| i).collect();
+                    match matching.as_slice() {
+                        [i] => p.counts[*i] += 1,
+                        _ => p.unreliable = true,
+                    }
+                } else if p.exited {
+                    p.unreliable = true;
+                }
+                p.inside = true;
+                p.visited.clear();
+                p.visited.push(to);
+            } else if p.inside {
+                if l.blocks.contains(&to) {
+                    // Back at a block of this iteration: a nested loop went round. Its earlier
+                    // rounds are not on the outer backbone, only the acyclic path is.
+                    if let Some(pos) = p.visited.iter().position(|b| *b == to) {
+                        p.visited.truncate(pos);
+                    }
+                    p.visited.push(to);
+                } else {
+                    p.inside = false;
+                    p.exited = true;
+                    p.visited.clear();
+                }
+            }
+        }
+    }
+
+    /// The counter constraints of a state: κ_b ≥ c_b inside a loop, κ_b = c_b after it.
+    pub fn counter_constraints(&self, progress: &[LoopProgress]) -> Vec<Bool> {
+        let mut out = vec![];
+        for (l, p) in self.loops.iter().zip(progress) {
+            if p.unreliable || !(p.inside || p.exited) {
+                continue;
+            }
+            for ((_, name), &c) in l.backbones.iter().zip(&p.counts) {
+                let Some(name) = name else { continue };
+                let k = BV::new_const(name.as_str(), 64);
+                let c = BV::from_u64(c, 64);
+                out.push(if p.exited { k.eq(&c) } else { k.bvuge(&c) });
+            }
+        }
+        out
+    }
+}

@@ -5,6 +5,7 @@ use crate::apc;
 use crate::cfg::{Flowgraph, Limits, Structure};
 use crate::config::Config;
 use crate::engine::apc::{ApcEngine, ApcSearchConfig};
+use crate::engine::dse::DseEngine;
 use crate::engine::{self, Context, Engine, EngineKind, Finding, SeedBoard};
 use crate::error::Result;
 use crate::expr::Printer;
@@ -73,6 +74,15 @@ pub fn run(config: &Config) -> Result<Report> {
     info!(nodes = pool.len(), "APC built");
 
     let has_quantifiers = report.apc.as_deref().is_some_and(|s| s.contains('∀') || s.contains('∃'));
+    let guide = if config.engines.contains(&EngineKind::Dse) {
+        let tg = Instant::now();
+        let g = crate::dse::Guide::new(&loaded.program, &structure, &apc, &pool);
+        report.timings.insert("dse_guide".into(), tg.elapsed().as_secs_f64());
+        g
+    } else {
+        None
+    };
+    let mut guide = Some(guide);
     let mut apc_parts = Some((apc, pool));
     let engines: Vec<Box<dyn Engine>> = config
         .engines
@@ -89,6 +99,7 @@ pub fn run(config: &Config) -> Result<Report> {
                         has_quantifiers,
                     }))
                 }
+                EngineKind::Dse => Some(Box::new(DseEngine { program: Arc::new(loaded.program.clone()), guide: guide.take()? })),
             }
         })
         .collect();

@@ -9,6 +9,7 @@
 //! [`Finding::Reached`].
 
 pub mod apc;
+pub mod dse;
 
 use crate::replay::{Limits, NativeBuild, RunOutcome};
 use crate::report::WitnessReport;
@@ -25,14 +26,17 @@ use std::time::{Duration, Instant};
 pub enum EngineKind {
     /// The abstract path condition, solved with Z3 (proofs and models).
     Apc,
+    /// Directed symbolic execution, pruned by the APC.
+    Dse,
 }
 
 impl EngineKind {
-    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc];
+    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse];
 
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Apc => "apc",
+            EngineKind::Dse => "dse",
         }
     }
 
@@ -110,6 +114,15 @@ pub trait Engine: Send {
     fn kind(&self) -> EngineKind;
     fn run(self: Box<Self>, cx: &Context) -> EngineResult;
 }
+
+/// How long the other engines wait before they join the `apc` engine, as a share of the budget
+/// and at most [`STAGE_DELAY_MAX`]: the APC answers most questions within a second or two, and
+/// on two cores every engine that runs beside it slows its solver down.
+const STAGE_SHARE: f64 = 0.2;
+const STAGE_DELAY_MAX: Duration = Duration::from_millis(1500);
+/// Nice value of the other engines' threads once they run: the `apc` engine keeps about two
+/// thirds of a contended core.
+const SECONDARY_NICE: libc::c_int = 3;
 
 /// Witnesses worth trying by other engines (APC models that did not replay seed the fuzzer).
 #[derive(Default)]
@@ -191,14 +204,25 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
     let (tx, rx) = std::sync::mpsc::channel::<(EngineKind, f64, EngineResult)>();
     let mut results: Vec<(EngineKind, f64, EngineResult)> = vec![];
     let mut winner: Option<usize> = None;
+    let has_primary = engines.iter().any(|e| e.kind() == EngineKind::Apc);
+    let primary_done = AtomicBool::new(!has_primary);
+    let stage_at = Instant::now() + cx.left().mul_f64(STAGE_SHARE).min(STAGE_DELAY_MAX);
     std::thread::scope(|scope| {
         let total = engines.len();
         for engine in engines {
             let tx = tx.clone();
             let kind = engine.kind();
+            let primary_done = &primary_done;
             let spawned = std::thread::Builder::new().name(format!("engine-{}", kind.name())).spawn_scoped(scope, move || {
                 let start = Instant::now();
-                let result = engine.run(cx);
+                if kind != EngineKind::Apc {
+                    while Instant::now() < stage_at && !primary_done.load(Ordering::Relaxed) && !cx.cancelled() {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    // SAFETY: plain system calls on this thread's own scheduling priority.
+                    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, SECONDARY_NICE) };
+                }
+                let result = if cx.cancelled() { EngineResult::new(Finding::Unknown("cancelled before it started".into())) } else { engine.run(cx) };
                 let _ = tx.send((kind, start.elapsed().as_secs_f64(), result));
             });
             if let Err(e) = spawned {
@@ -208,6 +232,9 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
         drop(tx);
         while results.len() < total {
             let Ok(r) = rx.recv() else { break };
+            if r.0 == EngineKind::Apc {
+                primary_done.store(true, Ordering::Relaxed);
+            }
             let definite = r.2.finding.is_definite();
             results.push(r);
             if definite && winner.is_none() {

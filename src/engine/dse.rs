@@ -1,0 +1,79 @@
+//! The `dse` engine: directed symbolic execution ([`crate::dse`]), pruned by the APC. A path
+//! it completes to the target is replayed natively; it proves unreachability only when it
+//! explored every path exactly.
+
+use super::{Context, Engine, EngineKind, EngineResult, Finding};
+use crate::dse::{self, DseEnd, DseLimits, Guide};
+use crate::ir::Program;
+use crate::replay::RunOutcome;
+use crate::report::WitnessReport;
+use crate::witness::Witness;
+use std::sync::{Arc, Mutex};
+
+pub struct DseEngine {
+    pub program: Arc<Program>,
+    /// Pruning data from the APC (none when the APC could not be built in time).
+    pub guide: Option<Guide>,
+}
+
+impl Engine for DseEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Dse
+    }
+
+    fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+        let reached: Mutex<Option<(Witness, RunOutcome)>> = Mutex::new(None);
+        let last_miss: Mutex<Option<(Witness, RunOutcome)>> = Mutex::new(None);
+        let replay = |w: &Witness| -> bool {
+            match cx.replay(w) {
+                Ok(Some(run)) if run.reached.is_some() => {
+                    *reached.lock().unwrap_or_else(|e| e.into_inner()) = Some((w.clone(), run));
+                    true
+                }
+                Ok(Some(run)) => {
+                    *last_miss.lock().unwrap_or_else(|e| e.into_inner()) = Some((w.clone(), run));
+                    false
+                }
+                _ => false,
+            }
+        };
+        let limits = DseLimits::new(cx.deadline);
+        let (end, stats) = dse::search(&self.program, self.guide.as_ref(), &limits, cx.cancel, &replay);
+        let finding = match end {
+            DseEnd::Reached(_) => match reached.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some((witness, run)) => {
+                    let report = witness_report(&witness, &run, stats.models_tried as u32);
+                    Finding::Reached { witness, run, report }
+                }
+                None => Finding::Unknown("the search reported a witness that no replay confirmed".into()),
+            },
+            DseEnd::Exhausted => Finding::Unreachable("directed symbolic execution explored every path exactly, without pruning or bounds".into()),
+            DseEnd::GaveUp(why) => Finding::Unknown(why),
+        };
+        let mut out = EngineResult::new(finding);
+        out.attempt = last_miss.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(w, run)| witness_report(&w, &run, stats.models_tried as u32));
+        for (k, v) in [
+            ("states_explored", stats.states_explored),
+            ("states_pruned_by_apc", stats.states_pruned_by_apc),
+            ("solver_calls", stats.solver_calls),
+            ("models_tried", stats.models_tried),
+            ("apc_checks", stats.apc_checks),
+        ] {
+            out.stats.insert(k.into(), v);
+        }
+        out.timings.insert("dse_apc_checks".into(), stats.apc_check_seconds);
+        out
+    }
+}
+
+fn witness_report(w: &Witness, run: &RunOutcome, models: u32) -> WitnessReport {
+    WitnessReport {
+        inputs: w.params.clone(),
+        nondet: w.nondet.clone(),
+        replayed: true,
+        reached: run.reached.is_some(),
+        run: run.status.clone(),
+        models_tried: models,
+        counters: Default::default(),
+    }
+}

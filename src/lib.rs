@@ -10,6 +10,7 @@ pub mod cfg;
 pub mod config;
 pub mod error;
 pub mod expr;
+pub mod fuzz;
 pub mod ir;
 pub mod load;
 pub mod replay;

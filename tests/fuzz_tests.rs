@@ -32,7 +32,8 @@ fn build(name: &str, source: &str, function: &str) -> Built {
     let loaded = load::load(&bc, function, &TargetSpec::Call("reach_error".into())).unwrap();
     let replayer = Replayer::new(&loaded, false).unwrap();
     let start = Instant::now();
-    let fuzzer = Fuzzer::build(&loaded, false).unwrap();
+    let fuzzer = Fuzzer::build(&loaded, std::env::var_os("APC_FUZZ_KEEP").is_some()).unwrap();
+    eprintln!("{name}: fuzzer in {}", fuzzer.dir().display());
     eprintln!("{name}: fuzzer built in {:?}", start.elapsed());
     Built { _program: p, replayer, fuzzer }
 }
@@ -199,4 +200,78 @@ fn cancelling_stops_the_fuzzer() {
     });
     assert!(matches!(&end, FuzzEnd::GaveUp(r) if r == "cancelled"), "{end:?}");
     assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+}
+
+#[test]
+fn pointer_fields_follow_the_shape_of_the_seed() {
+    let src = r#"
+#include <string.h>
+extern void reach_error(void);
+struct req { const char *method; const char *path; int len; };
+void f(struct req *r, const char *body) {
+  if (strcmp(r->method, "POST") == 0 && r->path[0] == '/' && r->len == 1000 && strncmp(body, "k=v", 3) == 0)
+    reach_error();
+}
+"#;
+    let b = build("shape", src, "f");
+    // As an APC model gives it: `r` with its two pointer slots, nothing solved yet.
+    use apc_llvm::witness::{Pointee, BUFFER_SLACK};
+    let empty = || vec![0u8; BUFFER_SLACK];
+    let seed = Witness {
+        params: vec![
+            ParamInput::Buffer {
+                name: "r".into(),
+                bytes: vec![0; 24 + BUFFER_SLACK],
+                pointees: vec![Pointee { offset: 0, bytes: empty(), pointees: vec![] }, Pointee { offset: 8, bytes: empty(), pointees: vec![] }],
+            },
+            ParamInput::Buffer { name: "body".into(), bytes: empty(), pointees: vec![] },
+        ],
+        nondet: vec![],
+    };
+    let (end, stats, took) = b.fuzz(&[seed], &[], Duration::from_secs(30));
+    eprintln!("shape: {took:?}, {stats:?}");
+    let w = b.confirmed(&end);
+    let ParamInput::Buffer { bytes, pointees, .. } = &w.params[0] else { panic!("{w:?}") };
+    assert_eq!(i32::from_le_bytes(bytes[16..20].try_into().unwrap()), 1000);
+    assert!(pointees[0].bytes.starts_with(b"POST\0"), "{w:?}");
+}
+
+#[test]
+fn main_with_arguments_gets_argc_and_the_nondet_stream() {
+    let src = r#"
+extern int __VERIFIER_nondet_int(void);
+extern void reach_error(void);
+int main(int argc, char **argv) {
+  if (argc == 3 && argv[2][0] == 0 && __VERIFIER_nondet_int() == 99999) reach_error();
+  return 0;
+}
+"#;
+    let b = build("argc", src, "main");
+    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
+    eprintln!("argc: {took:?}, {stats:?}");
+    let w = b.confirmed(&end);
+    assert_eq!(w.params[0], ParamInput::Int { name: "argc".into(), width: 32, value: 3 });
+    assert_eq!(w.nondet, vec![99999]);
+}
+
+#[test]
+fn crashes_and_hangs_that_are_not_the_target_do_not_stop_the_fuzzer() {
+    let src = r#"
+extern void reach_error(void);
+void f(int x, int y) {
+  if (x == 5) *(volatile int *)0 = 1;
+  if (x == 6) for (;;) {}
+  if (x == 0x1234567 && y == 0x89) reach_error();
+}
+"#;
+    let b = build("crashy", src, "f");
+    // Seeds that crash and hang: dropped from the corpus, never stopping a restart.
+    let seed = |x: u64| Witness {
+        params: vec![ParamInput::Int { name: "x".into(), width: 32, value: x }, ParamInput::Int { name: "y".into(), width: 32, value: 0 }],
+        nondet: vec![],
+    };
+    let (end, stats, took) = b.fuzz(&[seed(5), seed(6), seed(7)], &[], Duration::from_secs(30));
+    eprintln!("crashy: {took:?}, {stats:?}");
+    let w = b.confirmed(&end);
+    assert_eq!(w.params[0], ParamInput::Int { name: "x".into(), width: 32, value: 0x1234567 });
 }

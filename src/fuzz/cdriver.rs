@@ -13,6 +13,14 @@
 //!   in its object file so that the linker brackets them (`__start_`/`__stop_`); a copy taken in
 //!   `LLVMFuzzerInitialize` is restored before every run. Each input then starts from the state a
 //!   fresh process has (up to libc's own state and the heap), as its replay will.
+//! * **Faults and hangs of the program are not crashes either**: `SIGSEGV`, `SIGBUS`, `SIGFPE`
+//!   and `SIGABRT` (handled on an alternate stack, so stack overflows too) and a CPU-time tick
+//!   (`ITIMER_VIRTUAL`, no system call per input) that abandons an input running for about a
+//!   quarter second ([`HANG_TICKS`]) jump back the same way, and the input is rejected (`-1`:
+//!   kept out of the corpus, so mutations do not keep returning to it). libFuzzer is told to leave those signals alone
+//!   ([`OWN_SIGNALS`]); otherwise every such input would stop it, and its compare tracing leads
+//!   it straight back to the same crash after each restart. (A fault inside libc may leave a
+//!   lock held: then libFuzzer's own `-timeout` ends the process, and the engine restarts it.)
 //! * **String compares feed libFuzzer.** Static binaries cannot use libFuzzer's interceptors
 //!   (they look the real functions up with `dlsym`), so the program's `strcmp`, `memcmp`, ... are
 //!   renamed to plain C versions here ([`Redirect::Compare`]) that report each compare to
@@ -35,6 +43,17 @@ pub const SHAPE_PATH: &str = "/shape";
 pub const TRACE_FLAG: &str = "--apc-trace";
 /// Prefix of the names the program's redirected calls get.
 const REDIRECT_PREFIX: &str = "apc_fuzz_";
+/// Period of the CPU-time tick that abandons hanging inputs (microseconds).
+const TICK_USEC: u64 = 10_000;
+/// Ticks an input may run at first: one using more than about a quarter second of CPU is
+/// abandoned. Replay allows 5 s, but random inputs often ask for billions of loop iterations (a
+/// bound taken from the input), and every such input costs the fuzzer this much; inputs an APC
+/// model shapes run their loops as often as the model says, typically milliseconds. When
+/// abandoned inputs take over a quarter of the CPU, the driver halves the limit (down to 20 ms).
+const HANG_TICKS: u64 = 25;
+/// libFuzzer's signals the driver handles itself (`-handle_<name>=0`): a fault of the program
+/// ends its input, not the fuzzer. `SIGILL` stays libFuzzer's: the marker's trap.
+pub const OWN_SIGNALS: &[&str] = &["segv", "bus", "fpe", "abrt"];
 /// Most shape words the driver reads.
 const SHAPE_MAX_WORDS: usize = 4096;
 
@@ -148,12 +167,15 @@ pub fn generate(spec: &DriverSpec, layout: &InputLayout) -> String {
     );
     let _ = writeln!(
         out,
-        "#define APC_SLACK {BUFFER_SLACK}\n#define APC_MAX_DATA {MAX_BUFFER_DATA}\n#define APC_MAX_BUFFERS {MAX_BUFFERS}\n#define APC_MAX_DEPTH {MAX_DEPTH}\n#define APC_MAX_SLOTS {MAX_SLOTS}\n#define APC_SHAPE_MAX {SHAPE_MAX_WORDS}\n#define APC_BUF_BYTES (((APC_MAX_DATA + APC_SLACK) + 15) & ~15)"
+        "#define APC_SLACK {BUFFER_SLACK}\n#define APC_MAX_DATA {MAX_BUFFER_DATA}\n#define APC_MAX_BUFFERS {MAX_BUFFERS}\n#define APC_MAX_DEPTH {MAX_DEPTH}\n#define APC_MAX_SLOTS {MAX_SLOTS}\n#define APC_SHAPE_MAX {SHAPE_MAX_WORDS}\n#define APC_TICK_USEC {TICK_USEC}\n#define APC_HANG_TICKS {HANG_TICKS}\n#define APC_BUF_BYTES (((APC_MAX_DATA + APC_SLACK) + 15) & ~15)"
     );
+    // Only the signal API: declarations, nothing the program could define.
+    out.push_str("#include <signal.h>\n#include <sys/time.h>\n");
     out.push_str(
         r#"static const unsigned char *apc_data;
 static apc_size_t apc_size, apc_at;
-static int apc_tracing, apc_in_run;
+static int apc_tracing;
+static volatile int apc_in_run, apc_reject;
 static void *apc_jmp[5];
 static unsigned char apc_arena[APC_MAX_BUFFERS + 1][APC_BUF_BYTES] __attribute__((aligned(16)));
 static apc_size_t apc_nbuf;
@@ -171,6 +193,49 @@ static void apc_note(char c) { if (apc_tracing) apc_sys(1, 3, (long)&c, 1); }
 static void apc_leave(int code) {
   if (apc_in_run) __builtin_longjmp(apc_jmp, 1);
   for (;;) apc_sys(231, code, 0, 0);
+}
+/* A fault of the program ends its input, not the fuzzer; outside a run it is fatal as usual. */
+static void apc_on_fault(int sig) {
+  if (apc_in_run) { apc_reject = 1; __builtin_longjmp(apc_jmp, 1); }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+/* CPU-time ticks: an input still running after apc_limit of them is abandoned. When abandoned
+   inputs take more than a quarter of all CPU time, the limit halves (down to 2 ticks). */
+static volatile unsigned long apc_run_id, apc_seen_id, apc_ticks, apc_all_ticks, apc_hang_ticks;
+static volatile unsigned long apc_limit = APC_HANG_TICKS;
+static void apc_on_tick(int sig) {
+  (void)sig;
+  apc_all_ticks++;
+  if (!apc_in_run) return;
+  if (apc_seen_id != apc_run_id) { apc_seen_id = apc_run_id; apc_ticks = 0; return; }
+  if (++apc_ticks >= apc_limit) {
+    apc_hang_ticks += apc_ticks;
+    if (apc_hang_ticks * 4 > apc_all_ticks && apc_limit > 2) apc_limit /= 2;
+    apc_reject = 1;
+    __builtin_longjmp(apc_jmp, 1);
+  }
+}
+static void apc_handle(int sig, void (*h)(int)) {
+  struct sigaction sa;
+  __builtin_memset(&sa, 0, sizeof sa);
+  sa.sa_handler = h;
+  /* NODEFER: the jump out of the handler leaves the signal unblocked; ONSTACK: stack overflows. */
+  sa.sa_flags = SA_NODEFER | SA_ONSTACK;
+  sigaction(sig, &sa, 0);
+}
+static void apc_install_handlers(void) {
+  static char alt[1 << 16] __attribute__((aligned(16)));
+  stack_t ss;
+  ss.ss_sp = alt; ss.ss_size = sizeof alt; ss.ss_flags = 0;
+  sigaltstack(&ss, 0);
+  apc_handle(SIGSEGV, apc_on_fault); apc_handle(SIGBUS, apc_on_fault);
+  apc_handle(SIGFPE, apc_on_fault); apc_handle(SIGABRT, apc_on_fault);
+  apc_handle(SIGVTALRM, apc_on_tick);
+  struct itimerval tick;
+  tick.it_interval.tv_sec = 0; tick.it_interval.tv_usec = APC_TICK_USEC;
+  tick.it_value = tick.it_interval;
+  setitimer(ITIMER_VIRTUAL, &tick, 0);
 }
 static unsigned long long apc_shape_word(void) { return apc_shape_at < apc_shape_len ? apc_shape[apc_shape_at++] : 0; }
 /* A buffer: length byte, data, zero slack, then the pointees its shape lists. */
@@ -244,6 +309,7 @@ static unsigned char *apc_buffer(int depth) {
     apc_sys(3, fd, 0, 0);
   }}
   apc_snapshot();
+  apc_install_handlers();
   return 0;
 }}"#
     );
@@ -287,7 +353,7 @@ static unsigned char *apc_buffer(int depth) {
     }
     let _ = writeln!(out, "  apc_function_under_test({});\n}}", args.join(", "));
     out.push_str(
-        "int LLVMFuzzerTestOneInput(const unsigned char *data, apc_size_t size) {\n  apc_restore();\n  apc_data = data; apc_size = size;\n  apc_in_run = 1;\n  apc_run();\n  apc_in_run = 0;\n  return 0;\n}\n",
+        "/* -1: libFuzzer keeps no input that faulted or hung out of its corpus. */\nint LLVMFuzzerTestOneInput(const unsigned char *data, apc_size_t size) {\n  apc_run_id++;\n  apc_restore();\n  apc_data = data; apc_size = size;\n  apc_reject = 0;\n  apc_in_run = 1;\n  apc_run();\n  apc_in_run = 0;\n  return apc_reject ? -1 : 0;\n}\n",
     );
     out
 }

@@ -15,8 +15,10 @@
 //! the driver restores the program's globals (`.data`/`.bss`, copied at start-up) before each
 //! input and turns `exit`/`abort`/a failed assumption into a return, so each input starts from
 //! the state of a fresh process except for libc's internal state and the heap (leaked blocks
-//! stay). A crash that is not the target (a segfault, a hang past `-timeout`, out of memory)
-//! ends libFuzzer; the engine starts it again on the corpus found so far with the next seed.
+//! stay). Faults and CPU hangs of the program end their input only (the driver handles those
+//! signals). What still stops libFuzzer (another deadly signal, a hang outside the CPU past
+//! `-timeout`, out of memory) is dropped from the corpus, and the engine starts libFuzzer again
+//! on the corpus found so far with the next seed.
 //! Every seed is fixed (`FuzzLimits::seed` + restart number), so a search repeats.
 
 pub mod cdriver;
@@ -42,8 +44,10 @@ use tracing::{debug, info, warn};
 
 /// The seed used when the caller has no reason to pick another.
 pub const DEFAULT_SEED: u64 = 1;
-/// libFuzzer's per-input time limit (seconds): a hang costs this plus a restart.
-const INPUT_TIMEOUT_SECS: u64 = 2;
+/// libFuzzer's per-input time limit (seconds), behind the driver's own CPU-time limit of about a
+/// quarter second: it ends inputs blocked outside the CPU (a `sleep`, a lock left held by a fault); such
+/// a hang costs this plus a restart.
+const INPUT_TIMEOUT_SECS: u64 = 5;
 /// Rounds of tracing that settle the call sizes of a seed with mixed nondet types.
 const SEED_TRACE_ROUNDS: usize = 6;
 /// A traced run of one input is stopped after this long.
@@ -318,7 +322,9 @@ impl Session {
     /// Runs the fuzz executable once on `bytes` with the call trace on.
     fn trace(&mut self, bytes: &[u8], deadline: Instant, cancel: &AtomicBool) -> Result<Trace> {
         write(&self.jail.join("t/input"), bytes)?;
-        let args = vec![cdriver::TRACE_FLAG.to_string(), "-artifact_prefix=/t/".into(), format!("-timeout={INPUT_TIMEOUT_SECS}"), "/t/input".into()];
+        let mut args = vec![cdriver::TRACE_FLAG.to_string(), "-artifact_prefix=/t/".into(), format!("-timeout={INPUT_TIMEOUT_SECS}")];
+        args.extend(own_signals());
+        args.push("/t/input".into());
         let limits = Limits { wall: TRACE_WALL, cpu_seconds: TRACE_WALL.as_secs() + 1, ..Limits::default() };
         let log = self.log_path("trace");
         // A trace decides whether a found input is replayed: it may run a little past the
@@ -417,6 +423,7 @@ impl Session {
                 "-reload=0".into(),
                 "-print_final_stats=1".into(),
             ];
+            args.extend(own_signals());
             if !dict_text.is_empty() {
                 args.push("-dict=/dict".into());
             }
@@ -471,6 +478,11 @@ impl Session {
         }
         unreachable!("the restart loop only ends by returning")
     }
+}
+
+/// The flags leaving the driver's signals to it (see [`cdriver::OWN_SIGNALS`]).
+fn own_signals() -> impl Iterator<Item = String> {
+    cdriver::OWN_SIGNALS.iter().map(|s| format!("-handle_{s}=0"))
 }
 
 /// Inputs a libFuzzer log reports as run: its final `stat::number_of_executed_units`, else the

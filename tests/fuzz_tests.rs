@@ -17,7 +17,7 @@ struct Built {
 }
 
 /// Compiles `source`, loads `function` with `reach_error` calls as the target, and builds both
-/// native programs.
+/// native programs (`APC_FUZZ_KEEP=1` keeps the fuzzer's directory, libFuzzer's logs included).
 fn build(name: &str, source: &str, function: &str) -> Built {
     let p = c_program(name, source);
     let bc = p.dir.path().join(format!("{name}.bc"));
@@ -32,9 +32,9 @@ fn build(name: &str, source: &str, function: &str) -> Built {
     let loaded = load::load(&bc, function, &TargetSpec::Call("reach_error".into())).unwrap();
     let replayer = Replayer::new(&loaded, false).unwrap();
     let start = Instant::now();
-    let fuzzer = Fuzzer::build(&loaded, std::env::var_os("APC_FUZZ_KEEP").is_some()).unwrap();
-    eprintln!("{name}: fuzzer in {}", fuzzer.dir().display());
-    eprintln!("{name}: fuzzer built in {:?}", start.elapsed());
+    let keep = std::env::var_os("APC_FUZZ_KEEP").is_some();
+    let fuzzer = Fuzzer::build(&loaded, keep).unwrap();
+    eprintln!("{name}: fuzzer built in {:?}{}", start.elapsed(), if keep { format!(", kept in {}", fuzzer.dir().display()) } else { String::new() });
     Built { _program: p, replayer, fuzzer }
 }
 
@@ -274,4 +274,11 @@ void f(int x, int y) {
     eprintln!("crashy: {took:?}, {stats:?}");
     let w = b.confirmed(&end);
     assert_eq!(w.params[0], ParamInput::Int { name: "x".into(), width: 32, value: 0x1234567 });
+}
+
+/// Engines race on several threads: one fuzzer serves them all.
+#[allow(dead_code)]
+fn fuzzer_is_shared_across_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Fuzzer>();
 }

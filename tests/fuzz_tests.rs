@@ -282,3 +282,39 @@ fn fuzzer_is_shared_across_threads() {
     fn shared<T: Send + Sync>() {}
     shared::<Fuzzer>();
 }
+
+/// Fuzzing alone (no seeds, no dictionary) on every benchmark with `--call reach_error`:
+/// prints the time to a replayed witness, and checks that an `expect=unreachable` one is never
+/// reached. Slow (10 s per open benchmark): `cargo test --release --test fuzz_tests -- --ignored`.
+#[test]
+#[ignore]
+fn benchmarks_fuzzed_alone() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("c-benchmarks");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    files.sort();
+    for path in files.into_iter().filter(|p| p.extension().is_some_and(|e| e == "c")) {
+        let src = std::fs::read_to_string(&path).unwrap();
+        let Some(header) = src.lines().find_map(|l| l.strip_prefix("// apc:")) else { continue };
+        let words: Vec<&str> = header.split_whitespace().collect();
+        let Some(function) = words.iter().position(|w| *w == "--function").map(|k| words[k + 1]) else { continue };
+        if !header.contains("--call reach_error") || std::env::var("APC_BENCH").is_ok_and(|b| !path.to_string_lossy().contains(&b)) {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let b = build(&name, &src, function);
+        // APC_BENCH_DICT=1: the source's string literals as the dictionary (what the APC's
+        // constant arrays would give).
+        let dict: Vec<Vec<u8>> = if std::env::var_os("APC_BENCH_DICT").is_some() {
+            src.split('"').skip(1).step_by(2).filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec()).collect()
+        } else {
+            vec![]
+        };
+        let (end, stats, took) = b.fuzz(&[], &dict, Duration::from_secs(10));
+        let reached = matches!(end, FuzzEnd::Reached(_));
+        eprintln!("BENCH {name:<22} {:<12} {took:>12.3?} {:>10} execs", if reached { "reached" } else { "gave up" }, stats.executions);
+        if reached {
+            b.confirmed(&end);
+        }
+        assert!(!(reached && header.contains("expect=unreachable")), "{name}: reached an unreachable target");
+    }
+}

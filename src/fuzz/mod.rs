@@ -415,7 +415,9 @@ impl Session {
                 format!("-seed={seed}"),
                 "-use_value_profile=1".into(),
                 "-artifact_prefix=/art/".into(),
-                format!("-max_total_time={}", remaining.as_secs().max(1)),
+                // Rounded up: the engine stops libFuzzer at the deadline itself (SIGINT, for
+                // its statistics), so that it does not stop early and restart on a new seed.
+                format!("-max_total_time={}", remaining.as_secs_f64().ceil().max(1.0) as u64),
                 format!("-timeout={INPUT_TIMEOUT_SECS}"),
                 format!("-rss_limit_mb={}", memory_mb * 3 / 4),
                 format!("-malloc_limit_mb={}", memory_mb / 2),

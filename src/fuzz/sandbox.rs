@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 /// The executable's name inside the jail.
 pub const EXE: &str = "fuzz";
 
+/// How long a run stopped from outside may take to print its statistics before it is killed.
+const INTERRUPT_GRACE: Duration = Duration::from_millis(100);
+
 /// Why a run was stopped from outside.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stopped {
@@ -140,6 +143,15 @@ pub fn run(dir: &Path, args: &[String], limits: Limits, log: &Path, deadline: In
         }
         std::thread::sleep(Duration::from_millis(5));
     };
+    if stopped.is_some() {
+        // Stopped from outside: libFuzzer prints its final statistics on SIGINT and exits at
+        // once (from the signal handler, even inside a hanging input); a short grace for that.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let grace = Instant::now() + INTERRUPT_GRACE;
+        while Instant::now() < grace && child.try_wait()?.is_none() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
     // Whatever is left of the session goes: the run must leave no process behind.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     let status = match status {

@@ -13,6 +13,7 @@ pub mod dse;
 pub mod engine;
 pub mod error;
 pub mod expr;
+pub mod fuzz;
 pub mod ir;
 pub mod load;
 pub mod replay;

@@ -59,7 +59,7 @@ pub struct DriverSpec<'a> {
 
 impl DriverSpec<'_> {
     /// `main(int argc, char **argv)`: the driver builds a real argv (see [`generate`]).
-    fn is_main_with_args(&self) -> bool {
+    pub(crate) fn is_main_with_args(&self) -> bool {
         let f = self.function;
         self.call_name == crate::load::REPLAY_MAIN && f.params.len() == 2 && f.params[0].ty == Ty::Int(32) && f.params[1].ty == Ty::Ptr
     }
@@ -67,7 +67,7 @@ impl DriverSpec<'_> {
 
 /// How a parameter is passed: its C type in the call's prototype.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Passing {
+pub(crate) enum Passing {
     Pointer,
     /// Integers of at most 32 bits (narrow ones already extended as the ABI attribute says).
     U32,
@@ -77,7 +77,7 @@ enum Passing {
 }
 
 impl Passing {
-    fn of(p: &crate::ir::Param) -> Passing {
+    pub(crate) fn of(p: &crate::ir::Param) -> Passing {
         match &p.ty {
             Ty::Ptr => Passing::Pointer,
             Ty::Int(w) if *w <= 32 => Passing::U32,
@@ -87,7 +87,7 @@ impl Passing {
         }
     }
 
-    fn c_type(self) -> &'static str {
+    pub(crate) fn c_type(self) -> &'static str {
         match self {
             Passing::Pointer => "void *",
             Passing::U32 => "unsigned int",
@@ -169,7 +169,7 @@ fn prologue(spec: &DriverSpec, out: &mut String) {
 }
 
 /// The statements building a real argv of `argc` entries ("apc", then empty strings).
-fn argv_c(argc: &str) -> String {
+pub(crate) fn argv_c(argc: &str) -> String {
     format!("  static char apc_arg0[] = \"apc\", apc_empty[] = \"\";\n  static char *apc_argv[66];\n  apc_argv[0] = apc_arg0;\n  for (int k = 1; k < {argc}; k++) apc_argv[k] = apc_empty;\n  apc_argv[{argc}] = 0;\n")
 }
 

@@ -1,0 +1,516 @@
+//! The fuzzing engine: clang-19's libFuzzer on the instrumented program, seeded by APC models.
+//!
+//! [`Fuzzer::build`] compiles the instrumented bitcode once with coverage and compare tracing
+//! (`-fsanitize=fuzzer-no-link`) and links it statically with a generated driver
+//! ([`cdriver`]) that decodes libFuzzer's bytes into the inputs replay uses ([`input`]).
+//! [`Fuzzer::search`] runs it in a sandbox like replay's ([`sandbox`]) on a corpus made of the
+//! seed witnesses, with a dictionary of comparison constants ([`dict`]), until the deadline or
+//! cancellation. Reaching the target marker is libFuzzer's crash; the crashing input is decoded
+//! into a [`Witness`] and is only reported ([`FuzzEnd::Reached`]) once the ordinary native
+//! replay entered the target with it. Fuzzing never concludes "unreachable".
+//!
+//! **Executions are in-process and reset.** libFuzzer runs every input in one process; its
+//! `-fork` mode would give each a fresh process but runs its children through `system()`, i.e. a
+//! shell, which the sandbox's empty root does not have, and costs a process per input. Instead
+//! the driver restores the program's globals (`.data`/`.bss`, copied at start-up) before each
+//! input and turns `exit`/`abort`/a failed assumption into a return, so each input starts from
+//! the state of a fresh process except for libc's internal state and the heap (leaked blocks
+//! stay). Faults and CPU hangs of the program end their input only (the driver handles those
+//! signals). What still stops libFuzzer (another deadly signal, a hang outside the CPU past
+//! `-timeout`, out of memory) is dropped from the corpus, and the engine starts libFuzzer again
+//! on the corpus found so far with the next seed.
+//! Every seed is fixed (`FuzzLimits::seed` + restart number), so a search repeats.
+
+pub mod cdriver;
+pub mod dict;
+pub mod input;
+pub mod sandbox;
+
+pub use dict::{constant_entries, render as render_dictionary, CmpConstant};
+pub use input::{InputLayout, ParamSlot, Shape};
+
+use crate::error::{Error, Result};
+use crate::load::{clang_path, Loaded};
+use crate::replay::driver::DriverSpec;
+use crate::replay::Limits;
+use crate::witness::Witness;
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+use tracing::{debug, info, warn};
+
+/// The seed used when the caller has no reason to pick another.
+pub const DEFAULT_SEED: u64 = 1;
+/// libFuzzer's per-input time limit (seconds), behind the driver's own CPU-time limit of about a
+/// quarter second: it ends inputs blocked outside the CPU (a `sleep`, a lock left held by a fault); such
+/// a hang costs this plus a restart.
+const INPUT_TIMEOUT_SECS: u64 = 5;
+/// Rounds of tracing that settle the call sizes of a seed with mixed nondet types.
+const SEED_TRACE_ROUNDS: usize = 6;
+/// A traced run of one input is stopped after this long.
+const TRACE_WALL: Duration = Duration::from_secs(3);
+/// Debian package shipping libFuzzer's runtime for clang-19.
+pub const RUNTIME_PACKAGE: &str = "libclang-rt-19-dev";
+
+/// When a search stops, and the seed that makes it repeat.
+#[derive(Clone, Copy, Debug)]
+pub struct FuzzLimits {
+    pub deadline: Instant,
+    /// libFuzzer's `-seed` (fixed: runs repeat); restarts use the following seeds.
+    pub seed: u64,
+}
+
+impl FuzzLimits {
+    /// Fuzzing until `deadline` with the default seed.
+    pub fn until(deadline: Instant) -> FuzzLimits {
+        FuzzLimits { deadline, seed: DEFAULT_SEED }
+    }
+}
+
+/// What a search did.
+#[derive(Default, Clone, Debug, Serialize)]
+pub struct FuzzStats {
+    /// Inputs libFuzzer ran (as it last reported, summed over restarts).
+    pub executions: u64,
+    /// Inputs in the corpus at the end (seeds included).
+    pub corpus_size: u64,
+    /// Seed witnesses put into the corpus (distinct encodings).
+    pub seeds_used: u64,
+}
+
+/// How a search ended. Never "unreachable": fuzzing proves nothing about absence.
+#[derive(Clone, Debug)]
+pub enum FuzzEnd {
+    /// An input reached the target and its native replay entered it.
+    Reached(Witness),
+    /// No replayed witness before the deadline or cancellation; the reason says which.
+    GaveUp(String),
+}
+
+/// The fuzzing executable of one analysed program, built once ([`Fuzzer::build`]); `Sync`:
+/// searches on several threads share it (each gets its own sandbox directory).
+pub struct Fuzzer {
+    dir: tempfile::TempDir,
+    exe: PathBuf,
+    layout: InputLayout,
+    sessions: AtomicU32,
+    keep_temps: bool,
+}
+
+fn run_tool(tool: &Path, args: &[&std::ffi::OsStr]) -> Result<std::process::Output> {
+    Command::new(tool).args(args).output().map_err(|e| Error::internal(format!("cannot run {}: {e}", tool.display())))
+}
+
+fn write(path: &Path, content: &[u8]) -> Result<()> {
+    std::fs::write(path, content).map_err(|e| Error::internal(format!("writing {}: {e}", path.display())))
+}
+
+fn mkdir_open(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path).map_err(|e| Error::internal(format!("creating {}: {e}", path.display())))?;
+    // The sandboxed fuzzer runs as "nobody": it writes its corpus and artifacts here.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777))
+        .map_err(|e| Error::internal(format!("opening {} to the sandbox: {e}", path.display())))
+}
+
+/// The first line of a failed tool's stderr that says what went wrong.
+fn first_error(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    text.lines().find(|l| l.contains("error")).or_else(|| text.lines().next()).unwrap_or("").to_string()
+}
+
+/// An LLVM tool of the same installation as clang (`llvm-objcopy` next to clang-19).
+fn llvm_tool(name: &str) -> PathBuf {
+    if let Some(dir) = std::fs::canonicalize(clang_path()).ok().and_then(|c| c.parent().map(Path::to_path_buf)) {
+        let p = dir.join(name);
+        if p.is_file() {
+            return p;
+        }
+    }
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        let p = dir.join(format!("{name}-19"));
+        if p.is_file() {
+            return p;
+        }
+    }
+    PathBuf::from(format!("/usr/lib/llvm-19/bin/{name}"))
+}
+
+/// libFuzzer's runtime archive. Linked by path rather than with `-fsanitize=fuzzer`, which
+/// would also link its interceptors: they find the real `strcmp` & co. with `dlsym`, which a
+/// static executable does not have (they crash at start-up).
+fn fuzzer_runtime() -> Result<PathBuf> {
+    let out = run_tool(&clang_path(), &["-print-file-name=libclang_rt.fuzzer-x86_64.a".as_ref()])?;
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if path.is_absolute() && path.is_file() {
+        Ok(path)
+    } else {
+        Err(Error::internal(format!("libFuzzer's runtime libclang_rt.fuzzer-x86_64.a was not found (Debian package {RUNTIME_PACKAGE})")))
+    }
+}
+
+impl Fuzzer {
+    /// Builds the fuzzing executable: the instrumented bitcode compiled with coverage and
+    /// compare tracing, its exit/abort/compare calls and data sections renamed for the driver
+    /// (see [`cdriver`]), linked statically with the driver and libFuzzer. Functions nobody
+    /// defines get stubs returning 0, as in replay.
+    pub fn build(loaded: &Loaded, keep_temps: bool) -> Result<Fuzzer> {
+        let start = Instant::now();
+        let mut dir = tempfile::Builder::new()
+            .prefix("apc-fuzz-")
+            .tempdir()
+            .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+        if keep_temps {
+            dir.disable_cleanup(true);
+        }
+        let spec = DriverSpec {
+            function: &loaded.program.function,
+            call_name: &loaded.replay_function,
+            declared: &loaded.declared_functions,
+            targets: &loaded.target_blocks,
+        };
+        let layout = InputLayout::new(&spec);
+        let runtime = fuzzer_runtime()?;
+        let clang = clang_path();
+        let d = dir.path();
+        let (bc, obj, renamed) = (d.join("program.bc"), d.join("program.o"), d.join("program-fuzz.o"));
+        write(&bc, &loaded.instrumented_bitcode)?;
+        let out = run_tool(
+            &clang,
+            &[
+                "-O0".as_ref(),
+                "-w".as_ref(),
+                "-c".as_ref(),
+                "-fsanitize=fuzzer-no-link".as_ref(),
+                "--target=x86_64-pc-linux-gnu".as_ref(),
+                bc.as_os_str(),
+                "-o".as_ref(),
+                obj.as_os_str(),
+            ],
+        )?;
+        if !out.status.success() {
+            return Err(Error::internal(format!("compiling the program for fuzzing failed: {}", first_error(&out.stderr))));
+        }
+        let mut objcopy_args: Vec<String> = vec![];
+        for (old, new, _) in cdriver::redirects(&loaded.declared_functions) {
+            objcopy_args.push(format!("--redefine-sym={old}={new}"));
+        }
+        for (old, new) in cdriver::DATA_SECTIONS {
+            objcopy_args.push(format!("--rename-section={old}={new}"));
+        }
+        let mut args: Vec<&std::ffi::OsStr> = objcopy_args.iter().map(|a| a.as_ref()).collect();
+        args.extend([obj.as_os_str(), renamed.as_os_str()]);
+        let objcopy = llvm_tool("llvm-objcopy");
+        let out = run_tool(&objcopy, &args)?;
+        if !out.status.success() {
+            return Err(Error::internal(format!("{} failed: {}", objcopy.display(), first_error(&out.stderr))));
+        }
+        let driver = d.join("fuzz-driver.c");
+        write(&driver, cdriver::generate(&spec, &layout).as_bytes())?;
+        let exe = d.join("fuzz");
+        let stubs = d.join("stubs.c");
+        for attempt in 0..2 {
+            let mut args: Vec<&std::ffi::OsStr> = vec!["-O1".as_ref(), "-w".as_ref(), "-static".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
+            args.extend([driver.as_os_str(), renamed.as_os_str()]);
+            if attempt == 1 {
+                args.push(stubs.as_os_str());
+            }
+            args.extend([runtime.as_os_str(), "-lstdc++".as_ref(), "-lm".as_ref(), "-lpthread".as_ref(), "-o".as_ref(), exe.as_os_str()]);
+            let out = run_tool(&clang, &args)?;
+            if out.status.success() {
+                info!(elapsed = ?start.elapsed(), exe = %exe.display(), "fuzzer built");
+                return Ok(Fuzzer { dir, exe, layout, sessions: AtomicU32::new(0), keep_temps });
+            }
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let missing: BTreeSet<&str> = stderr
+                .lines()
+                .filter_map(|l| l.split("undefined reference to `").nth(1))
+                .filter_map(|r| r.split('\'').next())
+                .collect();
+            if attempt == 1 || missing.is_empty() {
+                return Err(Error::internal(format!("linking the fuzzer failed: {}", first_error(&out.stderr))));
+            }
+            debug!(?missing, "stubbing undefined functions for fuzzing");
+            let text: String = missing.iter().map(|m| format!("long {m}() {{ return 0; }}\n")).collect();
+            write(&stubs, text.as_bytes())?;
+        }
+        Err(Error::internal("linking the fuzzer failed"))
+    }
+
+    /// Where the executable and the sessions' directories live.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The input format (without seed shapes).
+    pub fn layout(&self) -> &InputLayout {
+        &self.layout
+    }
+
+    /// Fuzzes from `seeds` (witnesses, replayed or not: each becomes a corpus entry) with
+    /// `dictionary` entries (see [`constant_entries`]) until an input reaches the target and
+    /// `replay` confirms it, `limits.deadline` passes or `cancel` is set.
+    pub fn search(
+        &self,
+        seeds: &[Witness],
+        dictionary: &[Vec<u8>],
+        limits: &FuzzLimits,
+        cancel: &AtomicBool,
+        replay: &(dyn Fn(&Witness) -> bool + Sync),
+    ) -> (FuzzEnd, FuzzStats) {
+        let mut stats = FuzzStats::default();
+        let start = Instant::now();
+        let end = match Session::new(self, seeds) {
+            Ok(mut s) => {
+                let end = s.search(seeds, dictionary, limits, cancel, replay, &mut stats).unwrap_or_else(|e| FuzzEnd::GaveUp(format!("fuzzing failed: {e}")));
+                stats.corpus_size = std::fs::read_dir(s.jail.join("corpus")).map(|d| d.count() as u64).unwrap_or(0);
+                if !self.keep_temps {
+                    let _ = std::fs::remove_dir_all(&s.work);
+                }
+                end
+            }
+            Err(e) => FuzzEnd::GaveUp(format!("fuzzing failed: {e}")),
+        };
+        info!(elapsed = ?start.elapsed(), ?stats, reached = matches!(end, FuzzEnd::Reached(_)), "fuzzing ended");
+        (end, stats)
+    }
+}
+
+/// What a traced run of one input showed.
+struct Trace {
+    /// Byte sizes of the nondet calls, in order.
+    calls: Vec<u8>,
+    /// Whether the marker was reached.
+    hit: bool,
+}
+
+/// One search's sandbox directory: `jail/` holds the executable, `corpus/`, `art/` (libFuzzer's
+/// artifacts), `t/` (traced inputs), `shape` and `dict`.
+struct Session {
+    work: PathBuf,
+    jail: PathBuf,
+    layout: InputLayout,
+    logs: u32,
+}
+
+impl Session {
+    fn new(fuzzer: &Fuzzer, seeds: &[Witness]) -> Result<Session> {
+        let n = fuzzer.sessions.fetch_add(1, Ordering::Relaxed);
+        let work = fuzzer.dir.path().join(format!("session{n}"));
+        let jail = work.join("jail");
+        for sub in ["", "corpus", "art", "t"] {
+            mkdir_open(&jail.join(sub))?;
+        }
+        let exe = jail.join(sandbox::EXE);
+        if std::fs::hard_link(&fuzzer.exe, &exe).is_err() {
+            std::fs::copy(&fuzzer.exe, &exe).map_err(|e| Error::internal(format!("copying the fuzzer: {e}")))?;
+        }
+        let layout = fuzzer.layout.with_shapes_of(seeds);
+        let words: Vec<u8> = layout.shape_words().iter().flat_map(|w| w.to_le_bytes()).collect();
+        write(&jail.join(cdriver::SHAPE_PATH.trim_start_matches('/')), &words)?;
+        Ok(Session { work, jail, layout, logs: 0 })
+    }
+
+    fn log_path(&mut self, kind: &str) -> PathBuf {
+        self.logs += 1;
+        self.work.join(format!("{kind}{}.log", self.logs))
+    }
+
+    /// Runs the fuzz executable once on `bytes` with the call trace on.
+    fn trace(&mut self, bytes: &[u8], deadline: Instant, cancel: &AtomicBool) -> Result<Trace> {
+        write(&self.jail.join("t/input"), bytes)?;
+        let mut args = vec![cdriver::TRACE_FLAG.to_string(), "-artifact_prefix=/t/".into(), format!("-timeout={INPUT_TIMEOUT_SECS}")];
+        args.extend(own_signals());
+        args.push("/t/input".into());
+        let limits = Limits { wall: TRACE_WALL, cpu_seconds: TRACE_WALL.as_secs() + 1, ..Limits::default() };
+        let log = self.log_path("trace");
+        // A trace decides whether a found input is replayed: it may run a little past the
+        // deadline (bounded by TRACE_WALL), never past cancellation.
+        let deadline = deadline.max(Instant::now() + Duration::from_millis(500));
+        let out = sandbox::run(&self.jail, &args, limits, &log, deadline, cancel).map_err(|e| Error::internal(format!("fuzz trace: {e}")))?;
+        let calls: Vec<u8> = out.trace.iter().filter(|b| (b'1'..=b'8').contains(b)).map(|b| b - b'0').take(input::MAX_TRACED_CALLS).collect();
+        let hit = out.trace.contains(&b'H');
+        debug!(status = %out.status, calls = calls.len(), hit, "traced an input");
+        Ok(Trace { calls, hit })
+    }
+
+    /// A seed's bytes. With nondet functions of several sizes, the sizes of its calls are
+    /// found by tracing: encode with the sizes known so far, run, and repeat until the run
+    /// makes the calls the encoding assumed.
+    fn seed_bytes(&mut self, w: &Witness, deadline: Instant, cancel: &AtomicBool) -> Result<Vec<u8>> {
+        if self.layout.uniform_calls || w.nondet.is_empty() {
+            return Ok(self.layout.encode_seed(w, None));
+        }
+        let mut calls: Vec<u8> = vec![];
+        let mut bytes = self.layout.encode_seed(w, Some(&calls));
+        for _ in 0..SEED_TRACE_ROUNDS {
+            let mut traced = self.trace(&bytes, deadline, cancel)?.calls;
+            traced.truncate(w.nondet.len());
+            if traced == calls {
+                break;
+            }
+            calls = traced;
+            bytes = self.layout.encode_seed(w, Some(&calls));
+        }
+        Ok(bytes)
+    }
+
+    /// Removes the corpus entries holding exactly `bytes`.
+    fn drop_from_corpus(&self, bytes: &[u8]) {
+        let Ok(dir) = std::fs::read_dir(self.jail.join("corpus")) else { return };
+        for e in dir.filter_map(|e| e.ok()) {
+            if std::fs::read(e.path()).is_ok_and(|b| b == bytes) {
+                debug!(entry = %e.path().display(), "dropping a corpus entry that stops libFuzzer");
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
+    fn search(
+        &mut self,
+        seeds: &[Witness],
+        dictionary: &[Vec<u8>],
+        limits: &FuzzLimits,
+        cancel: &AtomicBool,
+        replay: &(dyn Fn(&Witness) -> bool + Sync),
+        stats: &mut FuzzStats,
+    ) -> Result<FuzzEnd> {
+        // The corpus: one file per distinct seed encoding.
+        let mut encoded: BTreeSet<Vec<u8>> = BTreeSet::new();
+        for w in seeds {
+            if cancel.load(Ordering::Relaxed) {
+                return Ok(FuzzEnd::GaveUp("cancelled".into()));
+            }
+            let bytes = self.seed_bytes(w, limits.deadline, cancel)?;
+            if encoded.insert(bytes.clone()) {
+                write(&self.jail.join(format!("corpus/seed-{:04}", encoded.len())), &bytes)?;
+            }
+        }
+        stats.seeds_used = encoded.len() as u64;
+        let max_seed = encoded.iter().map(Vec::len).max().unwrap_or(0);
+        let dict_text = dict::render(dictionary);
+        if !dict_text.is_empty() {
+            write(&self.jail.join("dict"), dict_text.as_bytes())?;
+        }
+        let memory_mb = Limits::default().memory_bytes >> 20;
+        let mut handled: BTreeSet<String> = BTreeSet::new();
+        let mut crashes = 0u32;
+        for restart in 0u64.. {
+            if cancel.load(Ordering::Relaxed) {
+                return Ok(FuzzEnd::GaveUp("cancelled".into()));
+            }
+            let remaining = limits.deadline.saturating_duration_since(Instant::now());
+            if remaining < Duration::from_millis(200) {
+                return Ok(FuzzEnd::GaveUp(format!(
+                    "no input reached the target before the deadline ({} executions, {crashes} other crashes)",
+                    stats.executions
+                )));
+            }
+            // libFuzzer's seed is a nonzero 32-bit number (0 would mean "from the clock").
+            let seed = limits.seed.wrapping_add(restart) % 0xffff_fffe + 1;
+            let mut args = vec![
+                format!("-seed={seed}"),
+                "-use_value_profile=1".into(),
+                "-artifact_prefix=/art/".into(),
+                // Rounded up: the engine stops libFuzzer at the deadline itself (SIGINT, for
+                // its statistics), so that it does not stop early and restart on a new seed.
+                format!("-max_total_time={}", remaining.as_secs_f64().ceil().max(1.0) as u64),
+                format!("-timeout={INPUT_TIMEOUT_SECS}"),
+                format!("-rss_limit_mb={}", memory_mb * 3 / 4),
+                format!("-malloc_limit_mb={}", memory_mb / 2),
+                format!("-max_len={}", (2 * max_seed).max(4096)),
+                "-reload=0".into(),
+                "-print_final_stats=1".into(),
+            ];
+            args.extend(own_signals());
+            if !dict_text.is_empty() {
+                args.push("-dict=/dict".into());
+            }
+            args.push("/corpus".into());
+            let run_limits = Limits { wall: remaining + Duration::from_secs(1), cpu_seconds: remaining.as_secs() + 2, ..Limits::default() };
+            let log = self.log_path("fuzz");
+            debug!(seed, ?remaining, "starting libFuzzer");
+            let out = sandbox::run(&self.jail, &args, run_limits, &log, limits.deadline, cancel)
+                .map_err(|e| Error::internal(format!("fuzzer: {e}")))?;
+            let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+            let executed = executions_in(&log_text);
+            stats.executions += executed;
+            debug!(status = %out.status, executed, "libFuzzer ended");
+            // Crashing inputs, in name order (libFuzzer names them by their hash).
+            let mut found: Vec<String> = std::fs::read_dir(self.jail.join("art"))
+                .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .unwrap_or_default();
+            found.retain(|n| !handled.contains(n));
+            found.sort();
+            let new_artifacts = found.len();
+            for name in found {
+                handled.insert(name.clone());
+                let bytes = std::fs::read(self.jail.join("art").join(&name)).map_err(|e| Error::internal(format!("reading {name}: {e}")))?;
+                // A corpus entry that crashes or hangs would stop every restart at start-up.
+                self.drop_from_corpus(&bytes);
+                if !name.starts_with("crash-") {
+                    debug!(%name, "libFuzzer stopped on a hang or out of memory");
+                    continue;
+                }
+                crashes += 1;
+                let trace = self.trace(&bytes, limits.deadline, cancel)?;
+                if !trace.hit {
+                    debug!(%name, "a crash that is not the target");
+                    continue;
+                }
+                let w = self.layout.decode(&bytes, Some(&trace.calls));
+                if replay(&w) {
+                    info!(%name, executions = stats.executions, "fuzzing reached the target; replay confirmed it");
+                    return Ok(FuzzEnd::Reached(w));
+                }
+                warn!(%name, "an input reached the target under the fuzzer but not in replay");
+            }
+            match out.stopped {
+                Some(sandbox::Stopped::Cancelled) => return Ok(FuzzEnd::GaveUp("cancelled".into())),
+                Some(sandbox::Stopped::Deadline) => continue,
+                None => {}
+            }
+            if executed == 0 && new_artifacts == 0 && !out.status.starts_with("signal") {
+                let tail: Vec<&str> = log_text.lines().rev().take(3).collect();
+                return Ok(FuzzEnd::GaveUp(format!("libFuzzer stopped at start-up ({}): {}", out.status, tail.join(" / "))));
+            }
+        }
+        unreachable!("the restart loop only ends by returning")
+    }
+}
+
+/// The flags leaving the driver's signals to it (see [`cdriver::OWN_SIGNALS`]).
+fn own_signals() -> impl Iterator<Item = String> {
+    cdriver::OWN_SIGNALS.iter().map(|s| format!("-handle_{s}=0"))
+}
+
+/// Inputs a libFuzzer log reports as run: its final `stat::number_of_executed_units`, else the
+/// last `#N` progress line.
+fn executions_in(log: &str) -> u64 {
+    let mut n = 0u64;
+    for line in log.lines() {
+        if let Some(rest) = line.strip_prefix("stat::number_of_executed_units:") {
+            n = n.max(rest.trim().parse().unwrap_or(0));
+        } else if let Some(rest) = line.strip_prefix('#') {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            n = n.max(digits.parse().unwrap_or(0));
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn executions_come_from_the_final_stats_or_the_last_progress_line() {
+        let log = "INFO: Seed: 1\n#2\tINITED cov: 3 ft: 3 corp: 1/1b exec/s: 0 rss: 25Mb\n#1024\tpulse  cov: 5\n#1500\tNEW    cov: 6 corp: 3/5b\n";
+        assert_eq!(executions_in(log), 1500);
+        assert_eq!(executions_in(&format!("{log}stat::number_of_executed_units: 1733\nstat::average_exec_per_sec:     866\n")), 1733);
+        assert_eq!(executions_in("garbage\n#\n"), 0);
+    }
+}

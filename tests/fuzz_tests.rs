@@ -1,0 +1,320 @@
+//! The fuzzing engine on real programs: clang-19, libFuzzer and native sandboxed runs, no mocks.
+//! Every `Reached` witness is replayed again here by the real `Replayer`.
+
+mod common;
+use apc_llvm::fuzz::{constant_entries, CmpConstant, FuzzEnd, FuzzLimits, FuzzStats, Fuzzer};
+use apc_llvm::load::{self, TargetSpec};
+use apc_llvm::replay::Replayer;
+use apc_llvm::witness::{ParamInput, Witness};
+use common::*;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+struct Built {
+    _program: CProgram,
+    replayer: Replayer,
+    fuzzer: Fuzzer,
+}
+
+/// Compiles `source`, loads `function` with `reach_error` calls as the target, and builds both
+/// native programs (`APC_FUZZ_KEEP=1` keeps the fuzzer's directory, libFuzzer's logs included).
+fn build(name: &str, source: &str, function: &str) -> Built {
+    let p = c_program(name, source);
+    let bc = p.dir.path().join(format!("{name}.bc"));
+    let st = std::process::Command::new(clang())
+        .args(["-g", "-O0", "-Xclang", "-disable-O0-optnone", "-fno-discard-value-names", "-emit-llvm", "-c"])
+        .arg(&p.path)
+        .arg("-o")
+        .arg(&bc)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let loaded = load::load(&bc, function, &TargetSpec::Call("reach_error".into())).unwrap();
+    let replayer = Replayer::new(&loaded, false).unwrap();
+    let start = Instant::now();
+    let keep = std::env::var_os("APC_FUZZ_KEEP").is_some();
+    let fuzzer = Fuzzer::build(&loaded, keep).unwrap();
+    eprintln!("{name}: fuzzer built in {:?}{}", start.elapsed(), if keep { format!(", kept in {}", fuzzer.dir().display()) } else { String::new() });
+    Built { _program: p, replayer, fuzzer }
+}
+
+impl Built {
+    fn fuzz(&self, seeds: &[Witness], dictionary: &[Vec<u8>], budget: Duration) -> (FuzzEnd, FuzzStats, Duration) {
+        let cancel = AtomicBool::new(false);
+        let replay = |w: &Witness| self.replayer.run(w).map(|o| o.reached.is_some()).unwrap_or(false);
+        let start = Instant::now();
+        let (end, stats) = self.fuzzer.search(seeds, dictionary, &FuzzLimits::until(start + budget), &cancel, &replay);
+        (end, stats, start.elapsed())
+    }
+
+    /// The witness of a `Reached`, after checking that a fresh replay enters the target.
+    fn confirmed(&self, end: &FuzzEnd) -> Witness {
+        let FuzzEnd::Reached(w) = end else { panic!("expected Reached, got {end:?}") };
+        let out = self.replayer.run(w).unwrap();
+        assert_eq!(out.reached, Some(0), "the witness must replay natively: {out:?} {w:?}");
+        w.clone()
+    }
+}
+
+const HELLO: &str = r#"
+#include <string.h>
+extern char __VERIFIER_nondet_char(void);
+extern void reach_error(void);
+int main(void) {
+  char buf[6];
+  for (int i = 0; i < 5; i++) buf[i] = __VERIFIER_nondet_char();
+  buf[5] = 0;
+  if (strcmp(buf, "Hello") == 0) reach_error();
+  return 0;
+}
+"#;
+
+#[test]
+fn string_compare_over_nondet_chars_is_reached_by_fuzzing_alone() {
+    let b = build("hello", HELLO, "main");
+    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
+    eprintln!("hello: {took:?}, {stats:?}");
+    let w = b.confirmed(&end);
+    assert_eq!(&w.nondet[..5], &b"Hello".map(u64::from)[..]);
+    assert!(stats.executions > 0 && stats.seeds_used == 0, "{stats:?}");
+}
+
+#[test]
+fn integer_magic_values_are_found_by_comparison_tracing() {
+    let src = r#"
+extern void reach_error(void);
+void f(int a, long long b, short c) {
+  if (a == 0x7a3f19c2)
+    if (b == -4242424242LL)
+      if (c == -1234) reach_error();
+}
+"#;
+    let b = build("magic", src, "f");
+    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
+    eprintln!("magic: {took:?}, {stats:?}");
+    let w = b.confirmed(&end);
+    assert_eq!(w.params[0], ParamInput::Int { name: "a".into(), width: 32, value: 0x7a3f19c2 });
+    assert_eq!(w.params[1], ParamInput::Int { name: "b".into(), width: 64, value: (-4242424242i64) as u64 });
+    assert_eq!(w.params[2], ParamInput::Int { name: "c".into(), width: 16, value: (-1234i16) as u16 as u64 });
+}
+
+/// murmur3's finaliser: a bijection without any gradient a fuzzer could follow.
+fn mix(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
+}
+
+#[test]
+fn an_apc_seed_gets_the_fuzzer_past_what_it_cannot_guess() {
+    let x0: u32 = 0x1337_c0de;
+    let src = format!(
+        r#"
+#include <string.h>
+extern unsigned __VERIFIER_nondet_uint(void);
+extern char __VERIFIER_nondet_char(void);
+extern void reach_error(void);
+static unsigned mix(unsigned h) {{ h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16; return h; }}
+void f(unsigned x) {{
+  unsigned n = __VERIFIER_nondet_uint();
+  if (mix(x) != {h}u || n != 3) return;
+  char s[5];
+  for (int i = 0; i < 4; i++) s[i] = __VERIFIER_nondet_char();
+  s[4] = 0;
+  if (strcmp(s, "Fuzz") == 0) reach_error();
+}}
+"#,
+        h = mix(x0)
+    );
+    let b = build("seeded", &src, "f");
+    let budget = Duration::from_secs(4);
+    // Alone, the same budget is not enough.
+    let (end, stats, took) = b.fuzz(&[], &[], budget);
+    eprintln!("seeded, without the seed: {took:?}, {stats:?}, {end:?}");
+    assert!(matches!(end, FuzzEnd::GaveUp(_)), "{end:?}");
+    // The seed as an APC model gives it: x and n solved, the characters not (this model does
+    // not replay: it is all zeros where "Fuzz" must be).
+    let seed = Witness { params: vec![ParamInput::Int { name: "x".into(), width: 32, value: x0 as u64 }], nondet: vec![3, 0, 0, 0, 0] };
+    assert_eq!(b.replayer.run(&seed).unwrap().reached, None);
+    let dict = constant_entries(&[CmpConstant { value: 3, width: 32 }]);
+    let (end, stats, took) = b.fuzz(&[seed], &dict, budget);
+    eprintln!("seeded, with the seed: {took:?}, {stats:?}");
+    let w = b.confirmed(&end);
+    assert_eq!(w.params[0], ParamInput::Int { name: "x".into(), width: 32, value: x0 as u64 });
+    assert_eq!(w.nondet[..5], [3, b'F' as u64, b'u' as u64, b'z' as u64, b'z' as u64], "calls of mixed sizes decoded by the trace");
+    assert_eq!(stats.seeds_used, 1);
+}
+
+#[test]
+fn an_unreachable_target_gives_up_at_the_deadline() {
+    // Squares are 0 or 1 modulo 4; 0xffffffff is 3.
+    let src = r#"
+extern void reach_error(void);
+void f(unsigned x, unsigned y) { if (x * x == 0xffffffffu && y > 7) reach_error(); }
+"#;
+    let b = build("unreach", src, "f");
+    let budget = Duration::from_secs(2);
+    let (end, stats, took) = b.fuzz(&[], &[], budget);
+    eprintln!("unreachable: {took:?}, {stats:?}, {end:?}");
+    assert!(matches!(end, FuzzEnd::GaveUp(_)), "{end:?}");
+    assert!(took >= budget - Duration::from_millis(300), "fuzzed until the deadline: {took:?}");
+    assert!(took < budget + Duration::from_millis(1500), "stopped at the deadline: {took:?}");
+    assert!(stats.executions > 1000, "{stats:?}");
+}
+
+#[test]
+fn globals_are_reset_and_exit_is_not_a_crash() {
+    // Without the reset, `calls` is 1 only in the first run; without turning `exit` into a
+    // return, libFuzzer would stop at the first odd input.
+    let src = r#"
+#include <stdlib.h>
+extern void reach_error(void);
+int calls;
+void f(int x) {
+  calls++;
+  if (x & 1) exit(0);
+  if (calls == 1 && x == 0x4d2c0) reach_error();
+}
+"#;
+    let b = build("globals", src, "f");
+    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
+    eprintln!("globals: {took:?}, {stats:?}");
+    let w = b.confirmed(&end);
+    assert_eq!(w.params[0], ParamInput::Int { name: "x".into(), width: 32, value: 0x4d2c0 });
+}
+
+#[test]
+fn cancelling_stops_the_fuzzer() {
+    let b = build("cancel", "extern void reach_error(void);\nvoid f(unsigned x) { if (x * x == 0xffffffffu) reach_error(); }\n", "f");
+    let cancel = AtomicBool::new(false);
+    let replay = |w: &Witness| b.replayer.run(w).map(|o| o.reached.is_some()).unwrap_or(false);
+    let start = Instant::now();
+    let (end, _) = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(700));
+            cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        b.fuzzer.search(&[], &[], &FuzzLimits::until(start + Duration::from_secs(60)), &cancel, &replay)
+    });
+    assert!(matches!(&end, FuzzEnd::GaveUp(r) if r == "cancelled"), "{end:?}");
+    assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+}
+
+#[test]
+fn pointer_fields_follow_the_shape_of_the_seed() {
+    let src = r#"
+#include <string.h>
+extern void reach_error(void);
+struct req { const char *method; const char *path; int len; };
+void f(struct req *r, const char *body) {
+  if (strcmp(r->method, "POST") == 0 && r->path[0] == '/' && r->len == 1000 && strncmp(body, "k=v", 3) == 0)
+    reach_error();
+}
+"#;
+    let b = build("shape", src, "f");
+    // As an APC model gives it: `r` with its two pointer slots, nothing solved yet.
+    use apc_llvm::witness::{Pointee, BUFFER_SLACK};
+    let empty = || vec![0u8; BUFFER_SLACK];
+    let seed = Witness {
+        params: vec![
+            ParamInput::Buffer {
+                name: "r".into(),
+                bytes: vec![0; 24 + BUFFER_SLACK],
+                pointees: vec![Pointee { offset: 0, bytes: empty(), pointees: vec![] }, Pointee { offset: 8, bytes: empty(), pointees: vec![] }],
+            },
+            ParamInput::Buffer { name: "body".into(), bytes: empty(), pointees: vec![] },
+        ],
+        nondet: vec![],
+    };
+    let (end, stats, took) = b.fuzz(&[seed], &[], Duration::from_secs(30));
+    eprintln!("shape: {took:?}, {stats:?}");
+    let w = b.confirmed(&end);
+    let ParamInput::Buffer { bytes, pointees, .. } = &w.params[0] else { panic!("{w:?}") };
+    assert_eq!(i32::from_le_bytes(bytes[16..20].try_into().unwrap()), 1000);
+    assert!(pointees[0].bytes.starts_with(b"POST\0"), "{w:?}");
+}
+
+#[test]
+fn main_with_arguments_gets_argc_and_the_nondet_stream() {
+    let src = r#"
+extern int __VERIFIER_nondet_int(void);
+extern void reach_error(void);
+int main(int argc, char **argv) {
+  if (argc == 3 && argv[2][0] == 0 && __VERIFIER_nondet_int() == 99999) reach_error();
+  return 0;
+}
+"#;
+    let b = build("argc", src, "main");
+    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
+    eprintln!("argc: {took:?}, {stats:?}");
+    let w = b.confirmed(&end);
+    assert_eq!(w.params[0], ParamInput::Int { name: "argc".into(), width: 32, value: 3 });
+    assert_eq!(w.nondet, vec![99999]);
+}
+
+#[test]
+fn crashes_and_hangs_that_are_not_the_target_do_not_stop_the_fuzzer() {
+    let src = r#"
+extern void reach_error(void);
+void f(int x, int y) {
+  if (x == 5) *(volatile int *)0 = 1;
+  if (x == 6) for (;;) {}
+  if (x == 0x1234567 && y == 0x89) reach_error();
+}
+"#;
+    let b = build("crashy", src, "f");
+    // Seeds that crash and hang: dropped from the corpus, never stopping a restart.
+    let seed = |x: u64| Witness {
+        params: vec![ParamInput::Int { name: "x".into(), width: 32, value: x }, ParamInput::Int { name: "y".into(), width: 32, value: 0 }],
+        nondet: vec![],
+    };
+    let (end, stats, took) = b.fuzz(&[seed(5), seed(6), seed(7)], &[], Duration::from_secs(30));
+    eprintln!("crashy: {took:?}, {stats:?}");
+    let w = b.confirmed(&end);
+    assert_eq!(w.params[0], ParamInput::Int { name: "x".into(), width: 32, value: 0x1234567 });
+}
+
+/// Engines race on several threads: one fuzzer serves them all.
+#[allow(dead_code)]
+fn fuzzer_is_shared_across_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Fuzzer>();
+}
+
+/// Fuzzing alone (no seeds, no dictionary) on every benchmark with `--call reach_error`:
+/// prints the time to a replayed witness, and checks that an `expect=unreachable` one is never
+/// reached. Slow (10 s per open benchmark): `cargo test --release --test fuzz_tests -- --ignored`.
+#[test]
+#[ignore]
+fn benchmarks_fuzzed_alone() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("c-benchmarks");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    files.sort();
+    for path in files.into_iter().filter(|p| p.extension().is_some_and(|e| e == "c")) {
+        let src = std::fs::read_to_string(&path).unwrap();
+        let Some(header) = src.lines().find_map(|l| l.strip_prefix("// apc:")) else { continue };
+        let words: Vec<&str> = header.split_whitespace().collect();
+        let Some(function) = words.iter().position(|w| *w == "--function").map(|k| words[k + 1]) else { continue };
+        if !header.contains("--call reach_error") || std::env::var("APC_BENCH").is_ok_and(|b| !path.to_string_lossy().contains(&b)) {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let b = build(&name, &src, function);
+        // APC_BENCH_DICT=1: the source's string literals as the dictionary (what the APC's
+        // constant arrays would give).
+        let dict: Vec<Vec<u8>> = if std::env::var_os("APC_BENCH_DICT").is_some() {
+            src.split('"').skip(1).step_by(2).filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec()).collect()
+        } else {
+            vec![]
+        };
+        let (end, stats, took) = b.fuzz(&[], &dict, Duration::from_secs(10));
+        let reached = matches!(end, FuzzEnd::Reached(_));
+        eprintln!("BENCH {name:<22} {:<12} {took:>12.3?} {:>10} execs", if reached { "reached" } else { "gave up" }, stats.executions);
+        if reached {
+            b.confirmed(&end);
+        }
+        assert!(!(reached && header.contains("expect=unreachable")), "{name}: reached an unreachable target");
+    }
+}

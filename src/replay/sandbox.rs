@@ -18,6 +18,7 @@
 use std::ffi::CString;
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Limits of one sandboxed run.
@@ -160,7 +161,12 @@ fn seccomp_filter() -> Vec<libc::sock_filter> {
 struct ChildPlan {
     root: CString,
     prog: CString,
-    argv: [*const libc::c_char; 2],
+    /// NULL-terminated; points into strings owned by the caller of `clone`.
+    argv: Vec<*const libc::c_char>,
+    /// Where the program's standard error goes (-1: /dev/null).
+    stderr_fd: i32,
+    /// The run writes into its directory (no read-only root, no tmpfs).
+    writable_dir: bool,
     envp: [*const libc::c_char; 1],
     devnull: CString,
     marker_fd: i32,
@@ -211,10 +217,11 @@ unsafe fn child(plan: &ChildPlan) -> ! {
     // Park the descriptors above the range about to be filled.
     let marker = step(e, 1, syscall(SYS_fcntl, plan.marker_fd, F_DUPFD, 100)) as c_int;
     let witness = if plan.witness_fd >= 0 { step(e, 2, syscall(SYS_fcntl, plan.witness_fd, F_DUPFD, 100)) as c_int } else { -1 };
+    let stderr = if plan.stderr_fd >= 0 { step(e, 4, syscall(SYS_fcntl, plan.stderr_fd, F_DUPFD, 100)) as c_int } else { -1 };
     let e = step(e, 1, syscall(SYS_fcntl, e, F_DUPFD_CLOEXEC, 100)) as c_int;
     let null = step(e, 3, syscall(SYS_open, plan.devnull.as_ptr(), O_RDWR)) as c_int;
     for fd in 0..3 {
-        step(e, 4, syscall(SYS_dup2, null, fd));
+        step(e, 4, syscall(SYS_dup2, if fd == 2 && stderr >= 0 { stderr } else { null }, fd));
     }
     step(e, 1, syscall(SYS_dup2, marker, 3));
     step(e, 2, syscall(SYS_dup2, if witness >= 0 { witness } else { null }, 4));
@@ -228,18 +235,21 @@ unsafe fn child(plan: &ChildPlan) -> ! {
             syscall(SYS_close, fd);
         }
     }
-    // The directory, read-only, as the root; a small tmpfs on `/work` for what the run writes.
+    // The directory, read-only, as the root; a small tmpfs on `/work` for what the run writes
+    // (or the directory itself, writable, for a run whose files the tool reads afterwards).
     let none = std::ptr::null::<c_char>();
     step(e, 15, syscall(SYS_mount, none, c"/".as_ptr(), none, (MS_REC | MS_PRIVATE) as c_ulong, std::ptr::null::<c_void>()));
-    step(e, 16, syscall(SYS_mount, plan.root.as_ptr(), plan.root.as_ptr(), none, (MS_BIND | MS_REC) as c_ulong, std::ptr::null::<c_void>()));
-    step(
-        e,
-        16,
-        syscall(SYS_mount, none, plan.root.as_ptr(), none, (MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV) as c_ulong, std::ptr::null::<c_void>()),
-    );
-    step(e, 17, syscall(SYS_mount, c"tmpfs".as_ptr(), plan.work.as_ptr(), c"tmpfs".as_ptr(), (MS_NOSUID | MS_NODEV) as c_ulong, plan.tmpfs_options.as_ptr()));
+    if !plan.writable_dir {
+        step(e, 16, syscall(SYS_mount, plan.root.as_ptr(), plan.root.as_ptr(), none, (MS_BIND | MS_REC) as c_ulong, std::ptr::null::<c_void>()));
+        step(
+            e,
+            16,
+            syscall(SYS_mount, none, plan.root.as_ptr(), none, (MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV) as c_ulong, std::ptr::null::<c_void>()),
+        );
+        step(e, 17, syscall(SYS_mount, c"tmpfs".as_ptr(), plan.work.as_ptr(), c"tmpfs".as_ptr(), (MS_NOSUID | MS_NODEV) as c_ulong, plan.tmpfs_options.as_ptr()));
+    }
     step(e, 6, syscall(SYS_chroot, plan.root.as_ptr()));
-    step(e, 7, syscall(SYS_chdir, c"/work".as_ptr()));
+    step(e, 7, syscall(SYS_chdir, if plan.writable_dir { c"/".as_ptr() } else { c"/work".as_ptr() }));
     if plan.is_root {
         step(e, 8, syscall(SYS_setgroups, 0, std::ptr::null::<gid_t>()));
         step(e, 9, syscall(SYS_setresgid, plan.uid, plan.uid, plan.uid));
@@ -292,12 +302,103 @@ fn cstring(p: &[u8]) -> std::io::Result<CString> {
     CString::new(p).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in a path"))
 }
 
+/// Why a run was stopped from outside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    Deadline,
+    Cancelled,
+}
+
+/// One sandboxed execution: `dir/exe args...` confined to `dir`.
+pub struct Job<'a> {
+    pub dir: &'a Path,
+    /// The executable's name inside `dir`.
+    pub exe: &'a str,
+    pub args: &'a [String],
+    pub limits: Limits,
+    /// Open for reading on fd 4 (the witness).
+    pub input: Option<&'a std::fs::File>,
+    /// Receives the program's standard error (else `/dev/null`).
+    pub stderr: Option<&'a std::fs::File>,
+    /// The run writes into `dir` itself (its files are read afterwards), instead of a read-only
+    /// `dir` and a tmpfs working directory.
+    pub writable_dir: bool,
+    /// Stopped at this time (besides `limits.wall`) or when `cancel` is set: SIGINT first, then,
+    /// after `interrupt_grace`, SIGKILL.
+    pub deadline: Option<Instant>,
+    pub cancel: Option<&'a AtomicBool>,
+    pub interrupt_grace: Duration,
+}
+
+impl<'a> Job<'a> {
+    pub fn new(dir: &'a Path, exe: &'a str, limits: Limits) -> Self {
+        Job { dir, exe, args: &[], limits, input: None, stderr: None, writable_dir: false, deadline: None, cancel: None, interrupt_grace: Duration::ZERO }
+    }
+}
+
+/// How a job ended.
+#[derive(Clone, Debug)]
+pub struct Exit {
+    /// `exit N`, `signal N`, `cpu time limit`, `timeout` (the wall limit), `stopped` (deadline or
+    /// cancel), or `unknown ...`.
+    pub status: String,
+    pub stopped: Option<Stopped>,
+    /// What the run wrote on fd 3 (at most 64 MiB).
+    pub trace: Vec<u8>,
+}
+
 /// Runs the statically linked executable `dir/prog` inside `dir`, with `input` (if any) open
 /// for reading on fd 4. With a `token`, only hit messages carrying it count (`hit TOKEN ID`,
 /// the token in hex); without, `hit ID`.
 pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Option<u64>) -> std::io::Result<RunOutcome> {
+    let job = Job { input, ..Job::new(dir, "prog", limits) };
+    let exit = execute(&job)?;
+    if exit.status == "timeout" {
+        return Ok(RunOutcome { reached: None, nondet_types: vec![], status: exit.status, confined: true });
+    }
+    let trace = String::from_utf8_lossy(&exit.trace);
+    let mut reached = None;
+    let mut nondet_types = vec![];
+    for line in trace.lines() {
+        match line.split_once(' ') {
+            Some(("hit", rest)) => {
+                let id = match (token, rest.split_once(' ')) {
+                    (Some(t), Some((tok, id))) if u64::from_str_radix(tok, 16) == Ok(t) => id,
+                    (None, None) => rest,
+                    _ => continue,
+                };
+                reached = reached.or(id.trim().parse().ok());
+            }
+            Some(("nondet", t)) => {
+                let t: usize = t.trim().parse().unwrap_or(0);
+                nondet_types.push(super::driver::NONDET_TYPES.get(t).unwrap_or(&"long long").to_string());
+            }
+            _ => {}
+        }
+    }
+    Ok(RunOutcome { reached, nondet_types, status: exit.status, confined: true })
+}
+
+/// Gives `dir` and everything in it to `uid` (symbolic links are not followed).
+fn chown_tree(dir: &Path, uid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(dir, Some(uid), Some(uid))?;
+    if std::fs::symlink_metadata(dir)?.is_dir() {
+        for entry in std::fs::read_dir(dir)? {
+            chown_tree(&entry?.path(), uid)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `job` to its end, its wall limit, its deadline or its cancellation.
+pub fn execute(job: &Job) -> std::io::Result<Exit> {
     use std::os::fd::AsRawFd;
+    let limits = job.limits;
     let is_root = unsafe { libc::geteuid() } == 0;
+    let uid = run_uid();
+    if job.writable_dir && is_root {
+        chown_tree(job.dir, uid)?;
+    }
     let mut pipes = [[0i32; 2]; 4];
     for k in 0..4 {
         if unsafe { libc::pipe2(pipes[k].as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -312,24 +413,29 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Opt
         }
     }
     let [marker, error, status_pipe, sync] = pipes;
-    let prog = cstring(b"/prog")?;
+    let prog = cstring(format!("/{}", job.exe).as_bytes())?;
+    let args: Vec<CString> = job.args.iter().map(|a| cstring(a.as_bytes())).collect::<std::io::Result<_>>()?;
+    let mut argv: Vec<*const libc::c_char> = vec![prog.as_ptr()];
+    argv.extend(args.iter().map(|a| a.as_ptr()));
+    argv.push(std::ptr::null());
     let mut filter = seccomp_filter();
-    let uid = run_uid();
     let tmpfs_options = if is_root { format!("{TMPFS_OPTIONS},mode=0700,uid={uid},gid={uid}") } else { format!("{TMPFS_OPTIONS},mode=0700") };
     let plan = ChildPlan {
-        root: cstring(dir.as_os_str().as_encoded_bytes())?,
-        argv: [prog.as_ptr(), std::ptr::null()],
+        root: cstring(job.dir.as_os_str().as_encoded_bytes())?,
+        argv,
         prog,
+        stderr_fd: job.stderr.map_or(-1, |f| f.as_raw_fd()),
+        writable_dir: job.writable_dir,
         envp: [std::ptr::null()],
         devnull: cstring(b"/dev/null")?,
         marker_fd: marker[1],
-        witness_fd: input.map_or(-1, |f| f.as_raw_fd()),
+        witness_fd: job.input.map_or(-1, |f| f.as_raw_fd()),
         error_fd: error[1],
         status_fd: status_pipe[1],
         is_root,
         uid,
         sync_fd: if is_root { -1 } else { sync[0] },
-        work: cstring(dir.join("work").as_os_str().as_encoded_bytes())?,
+        work: cstring(job.dir.join("work").as_os_str().as_encoded_bytes())?,
         tmpfs_options: cstring(tmpfs_options.as_bytes())?,
         filter: libc::sock_fprog { len: filter.len() as u16, filter: filter.as_mut_ptr() },
         limits: [
@@ -340,8 +446,8 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Opt
             (libc::RLIMIT_CORE, 0),
         ],
     };
-    // No network, no shared IPC objects, a host name of its own; without root, inside a user
-    // namespace of its own (which also makes chroot possible).
+    // No network, no shared IPC objects, a host name, mounts and pids of its own; without root,
+    // inside a user namespace of its own (which also makes chroot and the mounts possible).
     let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWNS;
     if !is_root {
         flags |= libc::CLONE_NEWUSER;
@@ -412,15 +518,15 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Opt
             ),
         ));
     }
-    // The hit channel is read while the run goes on (non-blocking), and drained once it ended: a
-    // process that escaped the session and keeps fd 3 open cannot hold the tool up.
+    // The trace channel is read while the run goes on (non-blocking), and drained once it
+    // ended: a process that escaped the session and keeps fd 3 open cannot hold the tool up.
     let read_fd = marker[0];
     let mut pipe = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(read_fd) };
     unsafe { libc::fcntl(read_fd, libc::F_SETFL, libc::O_NONBLOCK) };
-    let mut buf = Vec::new();
+    let mut trace = Vec::new();
     let mut drain = |buf: &mut Vec<u8>| {
-        let mut chunk = [0u8; 4096];
-        while buf.len() < (1 << 20) {
+        let mut chunk = [0u8; 16384];
+        while buf.len() < (64 << 20) {
             match pipe.read(&mut chunk) {
                 Ok(0) | Err(_) => break,
                 Ok(k) => buf.extend_from_slice(&chunk[..k]),
@@ -428,8 +534,10 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Opt
         }
     };
     let mut status = 0;
+    let mut stopped = None;
+    let mut interrupted_at: Option<Instant> = None;
     let exited = loop {
-        drain(&mut buf);
+        drain(&mut trace);
         let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         if r == pid {
             break true;
@@ -440,46 +548,47 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Opt
         if start.elapsed() >= limits.wall {
             break false;
         }
+        let stop = if job.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            Some(Stopped::Cancelled)
+        } else if job.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(Stopped::Deadline)
+        } else {
+            None
+        };
+        if let Some(why) = stop {
+            match interrupted_at {
+                None if !job.interrupt_grace.is_zero() => {
+                    // SIGINT to the program's process group (its init ignores it).
+                    unsafe { libc::kill(-pid, libc::SIGINT) };
+                    interrupted_at = Some(Instant::now());
+                    stopped = Some(why);
+                }
+                Some(at) if at.elapsed() < job.interrupt_grace => {}
+                _ => {
+                    stopped = Some(why);
+                    break false;
+                }
+            }
+        }
         std::thread::sleep(Duration::from_millis(1));
     };
-    // Whatever is left of the session goes: the run must leave no process behind.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
     if !exited {
+        // The init goes, and with it the whole namespace.
         unsafe {
             libc::kill(pid, libc::SIGKILL);
             libc::waitpid(pid, &mut status, 0);
         }
-        return Ok(RunOutcome { reached: None, nondet_types: vec![], status: "timeout".into(), confined: true });
+        drain(&mut trace);
+        let status = if stopped.is_some() { "stopped" } else { "timeout" };
+        return Ok(Exit { status: status.into(), stopped, trace });
     }
-    drain(&mut buf);
+    drain(&mut trace);
     // The program's own status, as its init saw it.
     let mut word = [0u8; 4];
     let status = match (&status_file).read_exact(&mut word) {
         Ok(()) if i32::from_le_bytes(word) != -1 => i32::from_le_bytes(word),
-        _ => {
-            return Ok(RunOutcome { reached: None, nondet_types: vec![], status: "unknown (the run's init ended early)".into(), confined: true });
-        }
+        _ => return Ok(Exit { status: "unknown (the run's init ended early)".into(), stopped, trace }),
     };
-    let trace = String::from_utf8_lossy(&buf);
-    let mut reached = None;
-    let mut nondet_types = vec![];
-    for line in trace.lines() {
-        match line.split_once(' ') {
-            Some(("hit", rest)) => {
-                let id = match (token, rest.split_once(' ')) {
-                    (Some(t), Some((tok, id))) if u64::from_str_radix(tok, 16) == Ok(t) => id,
-                    (None, None) => rest,
-                    _ => continue,
-                };
-                reached = reached.or(id.trim().parse().ok());
-            }
-            Some(("nondet", t)) => {
-                let t: usize = t.trim().parse().unwrap_or(0);
-                nondet_types.push(super::driver::NONDET_TYPES.get(t).unwrap_or(&"long long").to_string());
-            }
-            _ => {}
-        }
-    }
     let status = if libc::WIFEXITED(status) {
         format!("exit {}", libc::WEXITSTATUS(status))
     } else if libc::WIFSIGNALED(status) {
@@ -490,5 +599,5 @@ pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Opt
     } else {
         "unknown".into()
     };
-    Ok(RunOutcome { reached, nondet_types, status, confined: true })
+    Ok(Exit { status, stopped, trace })
 }

@@ -6,6 +6,7 @@ use crate::cfg::{Flowgraph, Limits, Structure};
 use crate::config::Config;
 use crate::engine::apc::{ApcEngine, ApcSearchConfig};
 use crate::engine::dse::DseEngine;
+use crate::engine::fuzz::FuzzEngine;
 use crate::engine::{self, Context, Engine, EngineKind, Finding, SeedBoard};
 use crate::error::Result;
 use crate::expr::Printer;
@@ -25,8 +26,10 @@ pub fn run(config: &Config) -> Result<Report> {
     let t0 = Instant::now();
     let loaded = load::load(&config.input, &config.function, &config.target)?;
     let t_load = t0.elapsed().as_secs_f64();
-    // The native build for replay runs while the APC is built and solved.
+    // The native builds (replay, and fuzzing when asked for) run while the APC is built and
+    // solved.
     let native = Replayer::build_in_background(&loaded, config.keep_temps);
+    let mut fuzz = config.engines.contains(&EngineKind::Fuzz).then(|| FuzzEngine::start(&loaded, config.keep_temps));
 
     let t1 = Instant::now();
     let f = &loaded.program.function;
@@ -100,6 +103,7 @@ pub fn run(config: &Config) -> Result<Report> {
                     }))
                 }
                 EngineKind::Dse => Some(Box::new(DseEngine { program: Arc::new(loaded.program.clone()), guide: guide.take()? })),
+                EngineKind::Fuzz => Some(Box::new(fuzz.take()?)),
             }
         })
         .collect();

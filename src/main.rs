@@ -53,7 +53,8 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = 8)]
     max_models: u32,
     /// Engines raced for the answer, comma-separated: apc (abstract path condition: proofs and
-    /// models), dse (directed symbolic execution pruned by the APC). Default: all
+    /// models), dse (directed symbolic execution pruned by the APC), fuzz (libFuzzer seeded by
+    /// APC models; never proves). Default: all
     #[arg(long, value_name = "LIST")]
     engine: Option<String>,
     /// Keep the replay's temporary files (driver source, executable) and print where they are

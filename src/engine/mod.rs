@@ -10,6 +10,7 @@
 
 pub mod apc;
 pub mod dse;
+pub mod fuzz;
 
 use crate::replay::{Limits, NativeBuild, RunOutcome};
 use crate::report::WitnessReport;
@@ -28,15 +29,18 @@ pub enum EngineKind {
     Apc,
     /// Directed symbolic execution, pruned by the APC.
     Dse,
+    /// Coverage-guided fuzzing (libFuzzer), seeded by APC models. Never proves.
+    Fuzz,
 }
 
 impl EngineKind {
-    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse];
+    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz];
 
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Apc => "apc",
             EngineKind::Dse => "dse",
+            EngineKind::Fuzz => "fuzz",
         }
     }
 
@@ -120,9 +124,9 @@ pub trait Engine: Send {
 /// on two cores every engine that runs beside it slows its solver down.
 const STAGE_SHARE: f64 = 0.2;
 const STAGE_DELAY_MAX: Duration = Duration::from_millis(1500);
-/// Nice value of the other engines' threads once they run: the `apc` engine keeps about two
-/// thirds of a contended core.
-const SECONDARY_NICE: libc::c_int = 3;
+/// Nice value of the other engines' threads (and the processes they start) once they run: the
+/// `apc` engine keeps about nine tenths of a contended core.
+const SECONDARY_NICE: libc::c_int = 10;
 
 /// Witnesses worth trying by other engines (APC models that did not replay seed the fuzzer).
 #[derive(Default)]

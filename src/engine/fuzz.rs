@@ -1,0 +1,156 @@
+//! The `fuzz` engine: coverage-guided fuzzing of the native program with libFuzzer
+//! ([`crate::fuzz`]), seeded by the models of the `apc` engine (from the [`super::SeedBoard`])
+//! and by a dictionary of the program's comparison constants and string literals. It never
+//! proves anything: a target it cannot reach leaves the verdict to the other engines.
+
+use super::{Context, Engine, EngineKind, EngineResult, Finding};
+use crate::fuzz::{CmpConstant, FuzzEnd, FuzzLimits, Fuzzer};
+use crate::ir::{InstKind, Operand, Program, Terminator, Ty};
+use crate::replay::RunOutcome;
+use crate::report::WitnessReport;
+use crate::witness::Witness;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The first round's share of the time left: later rounds start again with the seeds the
+/// other engines found meanwhile.
+const FIRST_ROUND_SHARE: f64 = 0.3;
+const FIRST_ROUND_MIN: Duration = Duration::from_secs(2);
+
+pub struct FuzzEngine {
+    /// The fuzzing executable, built on its own thread since load time.
+    pub build: JoinHandle<crate::error::Result<Fuzzer>>,
+    pub dictionary: Vec<Vec<u8>>,
+}
+
+impl FuzzEngine {
+    /// Starts building the fuzzing executable for `loaded`.
+    pub fn start(loaded: &crate::load::Loaded, keep_temps: bool) -> FuzzEngine {
+        let dictionary = dictionary(&loaded.program);
+        let loaded = loaded.clone();
+        let build = std::thread::spawn(move || {
+            // In the background of the `apc` engine's first seconds: at low priority (clang,
+            // the child processes, inherit it).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, super::SECONDARY_NICE) };
+            Fuzzer::build(&loaded, keep_temps)
+        });
+        FuzzEngine { build, dictionary }
+    }
+}
+
+impl Engine for FuzzEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Fuzz
+    }
+
+    fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+        let tb = Instant::now();
+        let fuzzer = match self.build.join() {
+            Ok(Ok(f)) => f,
+            Ok(Err(e)) => return EngineResult::new(Finding::Unknown(format!("no fuzzing executable: {e}"))),
+            Err(_) => return EngineResult::new(Finding::Unknown("the fuzzing build panicked".into())),
+        };
+        let mut out = EngineResult::new(Finding::Unknown(String::new()));
+        out.timings.insert("fuzz_build_wait".into(), tb.elapsed().as_secs_f64());
+        let reached: Mutex<Option<(Witness, RunOutcome)>> = Mutex::new(None);
+        let replay = |w: &Witness| -> bool {
+            match cx.replay(w) {
+                Ok(Some(run)) if run.reached.is_some() => {
+                    *reached.lock().unwrap_or_else(|e| e.into_inner()) = Some((w.clone(), run));
+                    true
+                }
+                _ => false,
+            }
+        };
+        let (mut executions, mut rounds, mut seeds_used) = (0u64, 0u64, 0u64);
+        let mut seen_seeds = usize::MAX;
+        let mut why = String::from("the time budget ran out before fuzzing started");
+        while !cx.cancelled() && cx.left() > Duration::from_millis(300) {
+            let seeds = cx.seeds.snapshot();
+            // A new round only when there are new seeds; else the last one runs to the deadline.
+            let round_end = if seen_seeds == usize::MAX {
+                Instant::now() + cx.left().mul_f64(FIRST_ROUND_SHARE).max(FIRST_ROUND_MIN)
+            } else {
+                cx.deadline
+            };
+            seen_seeds = seeds.len();
+            let limits = FuzzLimits::until(round_end.min(cx.deadline));
+            let (end, stats) = fuzzer.search(&seeds, &self.dictionary, &limits, cx.cancel, &replay);
+            rounds += 1;
+            executions += stats.executions;
+            seeds_used = seeds_used.max(stats.seeds_used);
+            match end {
+                FuzzEnd::Reached(_) => break,
+                FuzzEnd::GaveUp(w) => why = w,
+            }
+            if cx.seeds.snapshot().len() == seen_seeds && round_end >= cx.deadline {
+                break;
+            }
+        }
+        for (k, v) in [("executions", executions), ("rounds", rounds), ("seeds_used", seeds_used)] {
+            out.stats.insert(k.into(), v);
+        }
+        out.finding = match reached.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some((witness, run)) => {
+                let report = WitnessReport {
+                    inputs: witness.params.clone(),
+                    nondet: witness.nondet.clone(),
+                    replayed: true,
+                    reached: true,
+                    run: run.status.clone(),
+                    models_tried: 0,
+                    counters: Default::default(),
+                };
+                Finding::Reached { witness, run, report }
+            }
+            None if cx.cancelled() => Finding::Unknown("cancelled".into()),
+            None => Finding::Unknown(why),
+        };
+        out
+    }
+}
+
+/// Dictionary entries: the constants the program compares with (in the bytes the input format
+/// holds them) and its constant strings.
+pub fn dictionary(program: &Program) -> Vec<Vec<u8>> {
+    let f = &program.function;
+    let width_of = |o: &Operand| match o {
+        Operand::Int { width, .. } => Some(*width),
+        Operand::Value(v) => match f.value_types.get(v.0 as usize) {
+            Some(Ty::Int(w)) => Some(*w),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut constants = vec![];
+    for b in &f.blocks {
+        for i in &b.insts {
+            if let InstKind::ICmp { lhs, rhs, .. } = &i.kind {
+                for (c, other) in [(lhs, rhs), (rhs, lhs)] {
+                    if let Operand::Int { width, value } = c {
+                        let w = width_of(other).unwrap_or(*width);
+                        constants.push(CmpConstant { value: *value, width: w });
+                    }
+                }
+            }
+        }
+        if let Terminator::Switch { value, cases, .. } = &b.term {
+            let w = width_of(value).unwrap_or(64);
+            constants.extend(cases.iter().map(|(v, _)| CmpConstant { value: *v, width: w }));
+        }
+    }
+    let mut entries = crate::fuzz::constant_entries(&constants);
+    for g in program.globals.iter().filter(|g| g.is_constant) {
+        let Some(init) = &g.init else { continue };
+        let bytes: Option<Vec<u8>> = init.iter().copied().collect();
+        let Some(bytes) = bytes else { continue };
+        for s in bytes.split(|b| *b == 0).filter(|s| (2..=64).contains(&s.len())) {
+            if !entries.iter().any(|e| e == s) {
+                entries.push(s.to_vec());
+            }
+        }
+    }
+    entries.truncate(512);
+    entries
+}

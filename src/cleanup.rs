@@ -9,6 +9,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 static DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Helper processes under way (clang, llvm-objcopy): killed on interruption.
+static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Runs a helper tool (`cmd`, output captured) so that an interruption kills it too. Its
+/// temporary files go to `tmp` (one of our registered directories), so none is left behind.
+pub fn output(cmd: &mut std::process::Command, tmp: &Path) -> std::io::Result<std::process::Output> {
+    cmd.env("TMPDIR", tmp).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = cmd.spawn()?;
+    let pid = child.id();
+    CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+    let out = child.wait_with_output();
+    CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != pid);
+    out
+}
 
 /// Removes `dir` (recursively) if the process is interrupted before [`forget`].
 pub fn register(dir: &Path) {
@@ -57,6 +71,9 @@ pub fn install() {
         let mut sig = 0;
         if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
             continue;
+        }
+        for pid in CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
         }
         for d in DIRS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let _ = std::fs::remove_dir_all(d);

@@ -281,8 +281,9 @@ impl<'a> Executor<'a> {
                         }
                         Val::Int(out.value)
                     }
-                    // A trapping division ends the run; other cases are not exact.
-                    Err(e) if e.0.contains("division") => return Err(Stop::Dead),
+                    // A division by a constant zero (or INT_MIN / -1 in constants) is undefined:
+                    // the compiler may fold it to any value instead of trapping, so the state is
+                    // not exact (and the search can no longer be exhaustive).
                     Err(e) => return give_up(e.0),
                 }
             }

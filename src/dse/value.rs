@@ -196,6 +196,10 @@ impl IntV {
             };
             return plain(IntV::sym(1, t));
         }
+        // A constant zero divisor is undefined behaviour the compiler may fold to any value.
+        if matches!(op, BinOp::UDiv | BinOp::URem | BinOp::SDiv | BinOp::SRem) && b.as_const() == Some(0) {
+            return Err(NotExact("division by a constant zero".into()));
+        }
         // Cheap algebraic identities that keep indices concrete (`0 * n`, `x + 0`).
         match (op, a.as_const(), b.as_const()) {
             (BinOp::Mul | BinOp::And, Some(0), _) | (BinOp::Mul | BinOp::And, _, Some(0)) => return plain(IntV::c(w, 0)),

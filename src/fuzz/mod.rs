@@ -105,8 +105,15 @@ pub struct Fuzzer {
     keep_temps: bool,
 }
 
-fn run_tool(tool: &Path, args: &[&std::ffi::OsStr]) -> Result<std::process::Output> {
-    Command::new(tool).args(args).output().map_err(|e| Error::internal(format!("cannot run {}: {e}", tool.display())))
+impl Drop for Fuzzer {
+    fn drop(&mut self) {
+        crate::cleanup::forget(self.dir.path());
+    }
+}
+
+/// Runs a build tool; it dies with an interrupted analysis, its temporary files go to `tmp`.
+fn run_tool(tool: &Path, args: &[&std::ffi::OsStr], tmp: &Path) -> Result<std::process::Output> {
+    crate::cleanup::output(Command::new(tool).args(args), tmp).map_err(|e| Error::internal(format!("cannot run {}: {e}", tool.display())))
 }
 
 fn write(path: &Path, content: &[u8]) -> Result<()> {
@@ -148,7 +155,7 @@ fn llvm_tool(name: &str) -> PathBuf {
 /// would also link its interceptors: they find the real `strcmp` & co. with `dlsym`, which a
 /// static executable does not have (they crash at start-up).
 fn fuzzer_runtime() -> Result<PathBuf> {
-    let out = run_tool(&clang_path(), &["-print-file-name=libclang_rt.fuzzer-x86_64.a".as_ref()])?;
+    let out = run_tool(&clang_path(), &["-print-file-name=libclang_rt.fuzzer-x86_64.a".as_ref()], &std::env::temp_dir())?;
     let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     if path.is_absolute() && path.is_file() {
         Ok(path)
@@ -170,6 +177,8 @@ impl Fuzzer {
             .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
         if keep_temps {
             dir.disable_cleanup(true);
+        } else {
+            crate::cleanup::register(dir.path());
         }
         let spec = DriverSpec {
             function: &loaded.program.function,
@@ -195,6 +204,7 @@ impl Fuzzer {
                 "-o".as_ref(),
                 obj.as_os_str(),
             ],
+            d,
         )?;
         if !out.status.success() {
             return Err(Error::internal(format!("compiling the program for fuzzing failed: {}", first_error(&out.stderr))));
@@ -209,7 +219,7 @@ impl Fuzzer {
         let mut args: Vec<&std::ffi::OsStr> = objcopy_args.iter().map(|a| a.as_ref()).collect();
         args.extend([obj.as_os_str(), renamed.as_os_str()]);
         let objcopy = llvm_tool("llvm-objcopy");
-        let out = run_tool(&objcopy, &args)?;
+        let out = run_tool(&objcopy, &args, dir.path())?;
         if !out.status.success() {
             return Err(Error::internal(format!("{} failed: {}", objcopy.display(), first_error(&out.stderr))));
         }
@@ -224,7 +234,7 @@ impl Fuzzer {
                 args.push(stubs.as_os_str());
             }
             args.extend([runtime.as_os_str(), "-lstdc++".as_ref(), "-lm".as_ref(), "-lpthread".as_ref(), "-o".as_ref(), exe.as_os_str()]);
-            let out = run_tool(&clang, &args)?;
+            let out = run_tool(&clang, &args, dir.path())?;
             if out.status.success() {
                 info!(elapsed = ?start.elapsed(), exe = %exe.display(), "fuzzer built");
                 return Ok(Fuzzer { dir, exe, layout, sessions: AtomicU32::new(0), keep_temps });

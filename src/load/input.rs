@@ -31,12 +31,7 @@ pub fn compile_c(source: &Path, out_dir: &Path) -> Result<PathBuf> {
     let stem = source.file_stem().and_then(|s| s.to_str()).unwrap_or("input");
     let out = out_dir.join(format!("{stem}.bc"));
     let clang = clang_path();
-    let output = Command::new(&clang)
-        .args(CLANG_ANALYSIS_FLAGS)
-        .arg(source)
-        .arg("-o")
-        .arg(&out)
-        .output()
+    let output = crate::cleanup::output(Command::new(&clang).args(CLANG_ANALYSIS_FLAGS).arg(source).arg("-o").arg(&out), out_dir)
         .map_err(|e| Error::internal(format!("cannot run {}: {e}", clang.display())))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);

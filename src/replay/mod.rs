@@ -33,12 +33,9 @@ pub struct Replayer {
     keep_temps: bool,
 }
 
-fn run_clang(args: &[&std::ffi::OsStr]) -> Result<std::process::Output> {
+fn run_clang(args: &[&std::ffi::OsStr], tmp: &Path) -> Result<std::process::Output> {
     let clang = clang_path();
-    Command::new(&clang)
-        .args(args)
-        .output()
-        .map_err(|e| Error::internal(format!("cannot run {}: {e}", clang.display())))
+    crate::cleanup::output(Command::new(&clang).args(args), tmp).map_err(|e| Error::internal(format!("cannot run {}: {e}", clang.display())))
 }
 
 fn write(path: &Path, content: &[u8]) -> Result<()> {
@@ -89,7 +86,7 @@ impl Replayer {
                 "-lm".as_ref(),
                 "-o".as_ref(),
                 rp.exe.as_os_str(),
-            ])?;
+            ], rp.dir.path())?;
             if out.status.success() {
                 return Ok(rp);
             }

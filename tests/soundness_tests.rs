@@ -10,7 +10,7 @@ use serde_json::Value;
 const HEADER: &str = "#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\nextern void reach_error(void);\n";
 
 fn reach(name: &str, src: &str, function: &str) -> Value {
-    analyse(name, &format!("{HEADER}{src}"), &["--function", function, "--call", "reach_error", "--timeout", "30"])
+    analyse(name, &format!("{HEADER}{src}"), &["--function", function, "--call", "reach_error", "--timeout", "10"])
 }
 
 /// `reachable`, backed by a native run that entered the target.

@@ -76,6 +76,9 @@ fn init_logging(verbose: u8) {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
 }
 
+/// Largest `--timeout` (30 days): deadlines are instants, which must not overflow.
+const MAX_TIMEOUT_SECS: f64 = 2_592_000.0;
+
 fn config_from(cli: &Cli) -> Result<Config, Error> {
     let target = match (&cli.block, &cli.line, &cli.call) {
         (Some(b), _, _) => TargetSpec::Block(b.clone()),
@@ -85,6 +88,9 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     };
     if !(cli.timeout.is_finite() && cli.timeout > 0.0) {
         return Err(Error::bad_input(format!("--timeout must be a positive number of seconds, got {}", cli.timeout)));
+    }
+    if cli.timeout > MAX_TIMEOUT_SECS {
+        return Err(Error::bad_input(format!("--timeout must be at most {MAX_TIMEOUT_SECS} seconds, got {}", cli.timeout)));
     }
     if cli.max_backbones == 0 {
         return Err(Error::bad_input("--max-backbones must be at least 1"));

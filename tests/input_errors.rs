@@ -115,3 +115,18 @@ fn unknown_engine_is_named() {
     let out = run_on(&p.path, &["--function", "f", "--block", "entry", "--engine", ","]);
     assert_bad_input(&out, "--engine");
 }
+
+#[test]
+fn huge_timeouts_and_special_files_are_refused() {
+    let p = c_program("big", "void f(int x) { if (x) return; }");
+    let out = run_on(&p.path, &["--function", "f", "--block", "entry", "--timeout", "1e19"]);
+    assert_bad_input(&out, "--timeout must be at most");
+    // A FIFO named like bitcode: refused at once, never opened (opening it would block).
+    let fifo = p.dir.path().join("x.bc");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let start = std::time::Instant::now();
+    let out = run_on(&fifo, &["--function", "f", "--block", "entry"]);
+    assert_bad_input(&out, "not a regular file");
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+}

@@ -77,6 +77,10 @@ pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
     if path.is_dir() {
         return Err(Error::bad_input(format!("{}: is a directory, expected .c, .bc or .ll", path.display())));
     }
+    // Checked before anything opens it: reading a FIFO or a device would block or never end.
+    if !path.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(Error::bad_input(format!("{}: not a regular file (a FIFO, socket or device?), expected .c, .bc or .ll", path.display())));
+    }
     let tmp = tempfile::Builder::new()
         .prefix("apc-load-")
         .tempdir()

@@ -106,9 +106,8 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     config.max_unfold_k = config.max_unfold_k.max(cli.unfold);
     config.max_models = cli.max_models;
     if let Some(dir) = &cli.emit_tests {
-        if dir.exists() && !dir.is_dir() {
-            return Err(Error::bad_input(format!("--emit-tests: {} exists and is not a directory", dir.display())));
-        }
+        // Before the analysis: a verdict must never be lost to an unwritable directory.
+        apc_llvm::report::emit::check_dir(dir)?;
     }
     config.emit_tests = cli.emit_tests.clone();
     if let Some(list) = &cli.engine {

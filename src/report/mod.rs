@@ -65,6 +65,9 @@ pub struct Report {
     pub witness: Option<WitnessReport>,
     /// Files written by `--emit-tests`.
     pub tests: Vec<String>,
+    /// Why `--emit-tests` wrote nothing for a reaching witness.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_error: Option<String>,
     pub timings: BTreeMap<String, f64>,
     /// The engine whose finding decided the verdict, if one did.
     pub engine: Option<String>,
@@ -128,6 +131,7 @@ impl Report {
             timings: BTreeMap::new(),
             engine: None,
             engines: BTreeMap::new(),
+            test_error: None,
         }
     }
 

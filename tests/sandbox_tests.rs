@@ -227,3 +227,18 @@ fn filling_the_disk_is_bounded() {
     );
     assert_eq!(r["verdict"], "reachable", "{r:#}");
 }
+
+/// `--call F` means "F is called": the marker sits right before the call, so a run that dies
+/// earlier in the same block never counts as a hit.
+#[test]
+fn a_call_target_is_hit_only_when_the_call_executes() {
+    let src = "#include <signal.h>\nextern void reach_error(void);\n\
+               void f(int x) { if (x == 3) { raise(SIGKILL); reach_error(); } }";
+    let r = analyse("callkill", src, &["--function", "f", "--call", "reach_error", "--timeout", "5", "--engine", "apc"]);
+    assert_ne!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["run"], "signal 9", "{r:#}");
+    let live = "#include <signal.h>\nextern void reach_error(void);\n\
+                void f(int x) { if (x == 3) { raise(SIGCHLD); reach_error(); } }";
+    let r = analyse("calllive", live, &["--function", "f", "--call", "reach_error", "--timeout", "5", "--engine", "apc"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}

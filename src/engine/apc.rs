@@ -209,15 +209,7 @@ impl ApcEngine {
 /// Replays model number `models`; a miss is recorded as the engine's last attempt.
 fn replay_model(cx: &Context, models: u32, w: &Witness, counters: BTreeMap<String, u64>, out: &mut EngineResult) -> crate::error::Result<Replayed> {
     let Some(run) = cx.replay(w)? else { return Ok(Replayed::OutOfTime) };
-    let report = WitnessReport {
-        inputs: w.params.clone(),
-        nondet: w.nondet.clone(),
-        replayed: true,
-        reached: run.reached.is_some(),
-        run: run.status.clone(),
-        models_tried: models,
-        counters,
-    };
+    let report = WitnessReport::replayed(w, &run, models, counters);
     if run.reached.is_some() {
         return Ok(Replayed::Reached(Finding::Reached { witness: w.clone(), run, report }));
     }

@@ -42,7 +42,7 @@ impl Engine for DseEngine {
         let finding = match end {
             DseEnd::Reached(_) => match reached.into_inner().unwrap_or_else(|e| e.into_inner()) {
                 Some((witness, run)) => {
-                    let report = witness_report(&witness, &run, stats.models_tried as u32);
+                    let report = WitnessReport::replayed(&witness, &run, stats.models_tried as u32, Default::default());
                     Finding::Reached { witness, run, report }
                 }
                 None => Finding::Unknown("the search reported a witness that no replay confirmed".into()),
@@ -51,7 +51,7 @@ impl Engine for DseEngine {
             DseEnd::GaveUp(why) => Finding::Unknown(why),
         };
         let mut out = EngineResult::new(finding);
-        out.attempt = last_miss.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(w, run)| witness_report(&w, &run, stats.models_tried as u32));
+        out.attempt = last_miss.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(w, run)| WitnessReport::replayed(&w, &run, stats.models_tried as u32, Default::default()));
         for (k, v) in [
             ("states_explored", stats.states_explored),
             ("states_pruned_by_apc", stats.states_pruned_by_apc),
@@ -63,17 +63,5 @@ impl Engine for DseEngine {
         }
         out.timings.insert("dse_apc_checks".into(), stats.apc_check_seconds);
         out
-    }
-}
-
-fn witness_report(w: &Witness, run: &RunOutcome, models: u32) -> WitnessReport {
-    WitnessReport {
-        inputs: w.params.clone(),
-        nondet: w.nondet.clone(),
-        replayed: true,
-        reached: run.reached.is_some(),
-        run: run.status.clone(),
-        models_tried: models,
-        counters: Default::default(),
     }
 }

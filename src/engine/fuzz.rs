@@ -93,15 +93,7 @@ impl Engine for FuzzEngine {
         }
         out.finding = match reached.into_inner().unwrap_or_else(|e| e.into_inner()) {
             Some((witness, run)) => {
-                let report = WitnessReport {
-                    inputs: witness.params.clone(),
-                    nondet: witness.nondet.clone(),
-                    replayed: true,
-                    reached: true,
-                    run: run.status.clone(),
-                    models_tried: 0,
-                    counters: Default::default(),
-                };
+                let report = WitnessReport::replayed(&witness, &run, 0, Default::default());
                 Finding::Reached { witness, run, report }
             }
             None if cx.cancelled() => Finding::Unknown("cancelled".into()),

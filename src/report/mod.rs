@@ -90,6 +90,21 @@ pub struct WitnessReport {
     pub counters: BTreeMap<String, u64>,
 }
 
+impl WitnessReport {
+    /// The report of a replayed witness.
+    pub fn replayed(w: &crate::witness::Witness, run: &crate::replay::RunOutcome, models_tried: u32, counters: BTreeMap<String, u64>) -> Self {
+        WitnessReport {
+            inputs: w.params.clone(),
+            nondet: w.nondet.clone(),
+            replayed: true,
+            reached: run.reached.is_some(),
+            run: run.status.clone(),
+            models_tried,
+            counters,
+        }
+    }
+}
+
 fn node_label(f: &Function, n: Node) -> String {
     match n {
         Node::Block(b) => f.label(b).to_string(),

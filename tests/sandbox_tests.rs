@@ -242,3 +242,13 @@ fn a_call_target_is_hit_only_when_the_call_executes() {
     let r = analyse("calllive", live, &["--function", "f", "--call", "reach_error", "--timeout", "5", "--engine", "apc"]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");
 }
+
+#[test]
+fn a_long_trace_does_not_hide_the_hit() {
+    // A million nondet calls (about 9 MB of trace, past what is kept), then the target.
+    let src = "extern int __VERIFIER_nondet_int(void);\nextern void reach_error(void);\n\
+               int main(void) { int s = 0; for (int i = 0; i < 1000000; i++) s += __VERIFIER_nondet_int() & 1;\n\
+               if (s == 0) reach_error(); return 0; }";
+    let r = analyse("longtrace", src, &["--function", "main", "--call", "reach_error", "--timeout", "30", "--engine", "apc"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}

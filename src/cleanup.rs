@@ -24,9 +24,18 @@ pub fn output(cmd: &mut std::process::Command, tmp: &Path) -> std::io::Result<st
     out
 }
 
+/// Set by [`finish`]: directories registered later (a background build that started after
+/// the verdict) are removed at once.
+static FINISHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Removes `dir` (recursively) if the process is interrupted before [`forget`].
 pub fn register(dir: &Path) {
-    DIRS.lock().unwrap_or_else(|e| e.into_inner()).push(dir.to_path_buf());
+    let mut dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    if FINISHED.load(std::sync::atomic::Ordering::SeqCst) {
+        let _ = std::fs::remove_dir_all(dir);
+        return;
+    }
+    dirs.push(dir.to_path_buf());
 }
 
 /// `dir` is gone or kept on purpose: no longer removed on interruption.
@@ -47,6 +56,19 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         forget(&self.0);
+    }
+}
+
+/// At the end of a run: background work that is no longer needed (a native build the verdict
+/// came before) is stopped and its temporary directories go.
+pub fn finish() {
+    let mut dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    FINISHED.store(true, std::sync::atomic::Ordering::SeqCst);
+    for pid in CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    }
+    for d in dirs.drain(..) {
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
 

@@ -152,6 +152,8 @@ fn main() -> ExitCode {
             e.exit_status()
         }
     };
+    // Background builds the verdict did not wait for: stopped, their files removed.
+    apc_llvm::cleanup::finish();
     if apc_llvm::solve::workers_left_running() {
         // A solver thread is still inside Z3: end without libz3's static destructors.
         use std::io::Write;

@@ -13,7 +13,43 @@ fn reach(name: &str, body: &str) -> serde_json::Value {
          extern void reach_error(void);\n\
          void f(int x) {{\n{body}\n  if (x == 3) reach_error();\n}}\n"
     );
-    analyse(name, &src, &["--function", "f", "--call", "reach_error", "--timeout", "20"])
+    let args = ["--function", "f", "--call", "reach_error", "--timeout", "20"];
+    let r = analyse(name, &src, &args);
+    // The same program in the unprivileged mode (the tool run as nobody): the same verdict.
+    if let Some(u) = analyse_as_nobody(name, &src, &args) {
+        assert_eq!(u["verdict"], r["verdict"], "unprivileged mode: {u:#}");
+    }
+    r
+}
+
+/// Runs the tool as `nobody` (through `setpriv`) when the test runs as root; `None` otherwise.
+fn analyse_as_nobody(name: &str, src: &str, args: &[&str]) -> Option<serde_json::Value> {
+    let root = unsafe { libc::geteuid() } == 0;
+    let have_setpriv = std::process::Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !root || !have_setpriv {
+        eprintln!("unprivileged mode skipped: needs root and setpriv");
+        return None;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let c = dir.path().join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_apc-llvm"))
+        .arg(&c)
+        .args(args)
+        .arg("--json")
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("as nobody: {}", String::from_utf8_lossy(&out.stderr)));
+    // Nothing left behind in its temporary directory but the program itself.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).filter(|n| n.to_string_lossy() != format!("{name}.c")).collect();
+    assert!(left.is_empty(), "as nobody, left behind: {left:?}");
+    Some(v)
 }
 
 #[test]

@@ -253,7 +253,8 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
         let (outcome, reason) = match &r.finding {
             Finding::Reached { .. } => ("reachable", "a native run entered the target".to_string()),
             Finding::Unreachable(why) => ("unreachable", why.clone()),
-            Finding::Unknown(why) if winner.is_some() && !matches!(winner.map(|w| results[w].0), Some(w) if w == *k) => ("cancelled", why.clone()),
+            // Another engine decided while this one had no answer yet.
+            Finding::Unknown(why) if winner.is_some() => ("cancelled", why.clone()),
             Finding::Unknown(why) => ("unknown", why.clone()),
         };
         engines.insert(k.name().to_string(), EngineSummary { outcome: outcome.into(), reason, seconds: *secs, stats: r.stats.clone() });
@@ -284,5 +285,94 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             let attempt = results.iter_mut().find_map(|(_, _, r)| r.attempt.take());
             PortfolioResult { winner: None, finding: Finding::Unknown(reason), attempt, engines, timings }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine of the test: answers `finding` after `delay`, or gives up when cancelled.
+    struct Scripted {
+        kind: EngineKind,
+        delay: Duration,
+        finding: fn() -> Finding,
+    }
+
+    impl Engine for Scripted {
+        fn kind(&self) -> EngineKind {
+            self.kind
+        }
+        fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+            let until = Instant::now() + self.delay;
+            while Instant::now() < until {
+                if cx.cancelled() {
+                    return EngineResult::new(Finding::Unknown("cancelled".into()));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            EngineResult::new((self.finding)())
+        }
+    }
+
+    fn race_of(engines: Vec<Box<dyn Engine>>, budget: Duration) -> (PortfolioResult, Duration) {
+        let native = NativeBuild::unavailable("no program in this test");
+        let cancel = AtomicBool::new(false);
+        let seeds = SeedBoard::default();
+        let cx = Context::new(&native, Instant::now() + budget, &cancel, &seeds);
+        let start = Instant::now();
+        let r = race(engines, &cx);
+        (r, start.elapsed())
+    }
+
+    #[test]
+    fn the_first_definite_finding_wins_and_stops_the_others() {
+        let (r, took) = race_of(
+            vec![
+                Box::new(Scripted { kind: EngineKind::Apc, delay: Duration::from_millis(30), finding: || Finding::Unreachable("proof".into()) }),
+                Box::new(Scripted { kind: EngineKind::Fuzz, delay: Duration::from_secs(60), finding: || Finding::Unknown("slow".into()) }),
+            ],
+            Duration::from_secs(60),
+        );
+        assert_eq!(r.winner, Some(EngineKind::Apc));
+        assert!(matches!(r.finding, Finding::Unreachable(_)));
+        assert_eq!(r.engines["fuzz"].outcome, "cancelled");
+        assert!(took < Duration::from_secs(5), "the loser was not stopped: {took:?}");
+    }
+
+    #[test]
+    fn without_a_definite_finding_every_reason_is_kept() {
+        let (r, _) = race_of(
+            vec![
+                Box::new(Scripted { kind: EngineKind::Apc, delay: Duration::ZERO, finding: || Finding::Unknown("no model replayed".into()) }),
+                Box::new(Scripted { kind: EngineKind::Dse, delay: Duration::from_millis(10), finding: || Finding::Unknown("budget".into()) }),
+            ],
+            Duration::from_secs(10),
+        );
+        assert_eq!(r.winner, None);
+        let Finding::Unknown(why) = r.finding else { panic!("no engine decided") };
+        assert_eq!(why, "apc: no model replayed; dse: budget");
+        assert_eq!(r.engines["apc"].outcome, "unknown");
+    }
+
+    #[test]
+    fn the_other_engines_start_as_soon_as_apc_gives_up() {
+        // apc ends at once without an answer: dse must not wait for the stage delay.
+        let (r, took) = race_of(
+            vec![
+                Box::new(Scripted { kind: EngineKind::Apc, delay: Duration::ZERO, finding: || Finding::Unknown("nothing".into()) }),
+                Box::new(Scripted { kind: EngineKind::Dse, delay: Duration::ZERO, finding: || Finding::Unreachable("exhausted".into()) }),
+            ],
+            Duration::from_secs(60),
+        );
+        assert_eq!(r.winner, Some(EngineKind::Dse));
+        assert!(took < STAGE_DELAY_MAX, "{took:?}");
+    }
+
+    #[test]
+    fn engine_lists_parse_and_refuse_unknown_names() {
+        assert_eq!(EngineKind::parse_list("dse, apc,dse").unwrap(), vec![EngineKind::Dse, EngineKind::Apc]);
+        assert!(EngineKind::parse_list("apc,klee").unwrap_err().contains("klee"));
+        assert!(EngineKind::parse_list("").is_err());
     }
 }

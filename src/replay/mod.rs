@@ -198,6 +198,11 @@ pub struct NativeBuild {
 }
 
 impl NativeBuild {
+    /// A build that is not there (replays fail with `reason`).
+    pub fn unavailable(reason: &str) -> NativeBuild {
+        NativeBuild { handle: Mutex::new(Some(Err(reason.to_string()))), result: OnceLock::new() }
+    }
+
     /// The replayer, once built (the first caller waits for the build).
     pub fn get(&self) -> Result<Arc<Replayer>> {
         let r = self.result.get_or_init(|| {

@@ -116,3 +116,14 @@ void f(const char *s, signed char c, long n, char **pp) {
         assert!(left.is_empty(), "{left:?}");
     }
 }
+
+/// A `static` function is replayed itself, not a stub of it (issue 12).
+#[test]
+fn a_static_function_is_replayed() {
+    let src = "extern void reach_error(void);\n\
+               static int check(int x) { if (x * 3 == 3702) reach_error(); return x; }\n\
+               int api(int x) { return check(x); }";
+    let r = analyse("static", src, &["--function", "check", "--call", "reach_error", "--timeout", "20", "--engine", "apc"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["inputs"][0]["value"], 1234);
+}

@@ -39,6 +39,8 @@ pub struct Loaded {
 
 /// What `main` is called in the instrumented bitcode.
 pub const REPLAY_MAIN: &str = "__apc_main";
+/// Prefix of the external name a `static` function under analysis gets in the replayed copy.
+pub const STATIC_PREFIX: &str = "__apc_static_";
 
 /// C source of the library models (see `env_models.c`).
 const ENV_MODELS: &str = include_str!("env_models.c");
@@ -132,11 +134,32 @@ pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
     if let Some(f) = main {
         llvm::set_value_name(f.as_value_ref(), REPLAY_MAIN);
     }
+    // A `static` function under analysis is made callable by the replay driver in the copy:
+    // external linkage, under a name of its own (never stubbed by the link).
+    let internal = module
+        .get_function(function)
+        .filter(|f| function != "main" && f.count_basic_blocks() > 0)
+        .filter(|f| matches!(f.get_linkage(), inkwell::module::Linkage::Internal | inkwell::module::Linkage::Private))
+        .map(|f| (f, f.get_linkage()));
+    if let Some((f, _)) = internal {
+        f.set_linkage(inkwell::module::Linkage::External);
+        llvm::set_value_name(f.as_value_ref(), &format!("{STATIC_PREFIX}{function}"));
+    }
     let instrumented_bitcode = module.write_bitcode_to_memory().as_slice().to_vec();
     if let Some(f) = main {
         llvm::set_value_name(f.as_value_ref(), "main");
     }
-    let replay_function = if function == "main" { REPLAY_MAIN.to_string() } else { function.to_string() };
+    if let Some((f, linkage)) = internal {
+        llvm::set_value_name(f.as_value_ref(), function);
+        f.set_linkage(linkage);
+    }
+    let replay_function = if function == "main" {
+        REPLAY_MAIN.to_string()
+    } else if internal.is_some() {
+        format!("{STATIC_PREFIX}{function}")
+    } else {
+        function.to_string()
+    };
 
     link_environment_models(&ctx, &module, &declared_functions, tmp.path())?;
 

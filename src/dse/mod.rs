@@ -176,8 +176,45 @@ fn witness_of(program: &Program, names: &Names, st: &DseState, model: &z3::Model
     Witness { params, nondet }
 }
 
+/// The calling thread's Z3 context, for a watchdog to interrupt.
+struct ContextHandle(z3_sys::Z3_context);
+// SAFETY: only used for `Z3_interrupt`, which Z3 documents as callable from any thread, and only
+// while the owning thread is inside `search` (the watchdog is joined before it returns).
+unsafe impl Send for ContextHandle {}
+unsafe impl Sync for ContextHandle {}
+
 /// Runs the directed symbolic execution of `program` towards its target blocks.
+///
+/// Z3 treats its timeouts loosely under load (preprocessing a large APC can run on well past
+/// them), so a watchdog interrupts this thread's Z3 context at the deadline or on `cancel`: the
+/// search then ends within a few milliseconds of it, as the portfolio needs.
 pub fn search(
+    program: &Program,
+    guide: Option<&Guide>,
+    limits: &DseLimits,
+    cancel: &AtomicBool,
+    replay: &(dyn Fn(&Witness) -> bool + Sync),
+) -> (DseEnd, DseStats) {
+    let ctx = ContextHandle(z3::Context::thread_local().get_z3_context());
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let (ctx, done) = (&ctx, &done);
+        scope.spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                if Instant::now() >= limits.deadline || cancel.load(Ordering::Relaxed) {
+                    // SAFETY: see `ContextHandle`; repeated, as Z3 may miss one between checks.
+                    unsafe { z3_sys::Z3_interrupt(ctx.0) };
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        let out = search_inner(program, guide, limits, cancel, replay);
+        done.store(true, Ordering::SeqCst);
+        out
+    })
+}
+
+fn search_inner(
     program: &Program,
     guide: Option<&Guide>,
     limits: &DseLimits,

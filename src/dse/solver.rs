@@ -14,6 +14,9 @@ use z3::{Model, SatResult, Solver};
 /// Longest single query: a state whose query times out is given up, not decided.
 const QUERY_MS: u32 = 3_000;
 
+/// Queries end this long before the search's deadline.
+const DEADLINE_MARGIN: std::time::Duration = std::time::Duration::from_millis(300);
+
 pub struct PathSolver {
     pub solver: Solver,
     /// A second solver holding the APC at its base level (preprocessed once) and a copy of
@@ -56,8 +59,14 @@ impl PathSolver {
         PathCondition { head: Some(Rc::new(PcNode { parent: pc.head.clone(), guard, depth: pc.len() + 1 })) }
     }
 
+    /// Milliseconds a query may take: at most `cap`, and ending [`DEADLINE_MARGIN`] before the
+    /// deadline (Z3 overshoots its timeouts under load; the portfolio waits for every engine).
+    fn budget_ms(&self, cap: u32) -> u32 {
+        self.deadline.saturating_duration_since(Instant::now()).saturating_sub(DEADLINE_MARGIN).as_millis().clamp(1, cap as u128) as u32
+    }
+
     fn set_timeout(&mut self) {
-        let left = self.deadline.saturating_duration_since(Instant::now()).as_millis().clamp(1, QUERY_MS as u128) as u32;
+        let left = self.budget_ms(QUERY_MS);
         if left != self.timeout_ms {
             let mut p = z3::Params::new();
             p.set_u32("timeout", left);
@@ -97,7 +106,7 @@ impl PathSolver {
             a.assert(link(self.linked));
             self.linked += 1;
         }
-        let left = self.deadline.saturating_duration_since(Instant::now()).as_millis().clamp(1, ms as u128) as u32;
+        let left = self.budget_ms(ms);
         let mut p = z3::Params::new();
         p.set_u32("timeout", left);
         a.set_params(&p);
@@ -121,7 +130,7 @@ impl PathSolver {
         let none = || names.iter().map(|l| vec![None; l.len()]).collect();
         let Some(a) = &self.apc else { return none() };
         let mut p = z3::Params::new();
-        p.set_u32("timeout", 2_000);
+        p.set_u32("timeout", self.budget_ms(2_000));
         a.set_params(&p);
         self.calls += 1;
         if a.check() != SatResult::Sat {

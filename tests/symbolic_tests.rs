@@ -5,8 +5,10 @@ mod common;
 use common::*;
 use serde_json::Value;
 
+/// (10 s: proofs and these witnesses take well under a second; a run nobody decides lasts
+/// the whole budget.)
 fn reach(name: &str, src: &str, function: &str) -> Value {
-    analyse(name, src, &["--function", function, "--call", "reach_error"])
+    analyse(name, src, &["--function", function, "--call", "reach_error", "--timeout", "10"])
 }
 
 /// A `reachable` verdict must come with a replayed witness that reached the target.

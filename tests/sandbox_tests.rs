@@ -288,3 +288,9 @@ fn a_long_trace_does_not_hide_the_hit() {
     let r = analyse("longtrace", src, &["--function", "main", "--call", "reach_error", "--timeout", "30", "--engine", "apc"]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");
 }
+
+#[test]
+fn closing_descriptor_3_does_not_lose_the_hit() {
+    let r = reach("close3", "  close(3);");
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}

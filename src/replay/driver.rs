@@ -143,7 +143,7 @@ fn prologue(spec: &DriverSpec, out: &mut String) {
     // a program writing to fd 3 by accident cannot forge a hit.
     let _ = writeln!(
         out,
-        "static unsigned long long apc_token;\nvoid {TARGET_MARKER}(int id) {{\n  char msg[48] = \"hit \"; int n = 4;\n  for (int k = 60; k >= 0; k -= 4) msg[n++] = \"0123456789abcdef\"[(apc_token >> k) & 15];\n  msg[n++] = ' '; unsigned v = (unsigned)id; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  apc_sys(1, 3, (long)msg, n);\n  apc_exit(0);\n}}"
+        "static unsigned long long apc_token;\nstatic long apc_hit_fd = 3;\nvoid {TARGET_MARKER}(int id) {{\n  char msg[48] = \"hit \"; int n = 4;\n  for (int k = 60; k >= 0; k -= 4) msg[n++] = \"0123456789abcdef\"[(apc_token >> k) & 15];\n  msg[n++] = ' '; unsigned v = (unsigned)id; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  apc_sys(1, apc_hit_fd, (long)msg, n);\n  apc_exit(0);\n}}"
     );
     out.push_str("static unsigned long long apc_next(void);\n");
     for name in spec.declared {
@@ -318,7 +318,9 @@ static void apc_read_witness(void) {
 }
 "#,
     );
-    out.push_str("int main(void) {\n  atexit(apc_not_reached);\n  apc_read_witness();\n");
+    // The hit channel also lives on a high descriptor (close-on-exec), so that a program that
+    // closes fd 3 (as daemons do) still reports its hit.
+    out.push_str("int main(void) {\n  atexit(apc_not_reached);\n  apc_read_witness();\n  { long d = apc_sys(72, 3, 1030, 900); if (d >= 0) apc_hit_fd = d; }\n");
     let args: Vec<String> = if spec.is_main_with_args() {
         out.push_str(&argv_c("(int)apc_params[0]"));
         vec!["(int)apc_params[0]".into(), "apc_argv".into()]

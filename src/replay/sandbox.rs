@@ -179,6 +179,10 @@ struct ChildPlan {
     is_root: bool,
     uid: u32,
     limits: [(u32, u64); 5],
+    /// The calling thread's nice value as text (e.g. "10\n"), given to the run's new session
+    /// (autogroup): with autogrouping, a new session competes with the whole analysis as an
+    /// equal unless its group is niced too. Empty: nothing to do.
+    autogroup_nice: Vec<u8>,
     /// Read end of the pipe on which the parent says the user namespace's maps are written.
     sync_fd: i32,
     /// `<root>/work`, where the run's tmpfs goes.
@@ -206,6 +210,14 @@ unsafe fn child(plan: &ChildPlan) -> ! {
     use libc::*;
     let e = plan.error_fd;
     step(e, 0, syscall(SYS_setsid));
+    if !plan.autogroup_nice.is_empty() {
+        // Best effort (no autogroup support is fine).
+        let fd = syscall(SYS_open, c"/proc/self/autogroup".as_ptr(), O_WRONLY);
+        if fd >= 0 {
+            syscall(SYS_write, fd, plan.autogroup_nice.as_ptr(), plan.autogroup_nice.len());
+            syscall(SYS_close, fd);
+        }
+    }
     // The tool blocks SIGINT/SIGTERM/SIGHUP for its signal thread; the program starts with none.
     let empty: [u64; 1] = [0];
     step(e, 0, syscall(SYS_rt_sigprocmask, SIG_SETMASK, empty.as_ptr(), std::ptr::null_mut::<u64>(), 8usize));
@@ -423,7 +435,10 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
     argv.push(std::ptr::null());
     let mut filter = seccomp_filter();
     let tmpfs_options = if is_root { format!("{TMPFS_OPTIONS},mode=0700,uid={uid},gid={uid}") } else { format!("{TMPFS_OPTIONS},mode=0700") };
+    // The thread's own nice value (the portfolio lowers its secondary engines').
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
     let plan = ChildPlan {
+        autogroup_nice: if nice > 0 { format!("{nice}\n").into_bytes() } else { vec![] },
         root: cstring(job.dir.as_os_str().as_encoded_bytes())?,
         argv,
         prog,

@@ -74,8 +74,12 @@ fn secrets_are_out_of_sight() {
     let src = "#include <stdio.h>\n#include <stdlib.h>\nextern char **environ;\nextern void reach_error(void);\n\
                void f(int x) { if (x == 3 && (!environ || !environ[0]) && !getenv(\"HOME\") && !fopen(\"/etc/passwd\", \"r\")\n\
                && !fopen(\"/proc/self/environ\", \"r\")) reach_error(); }";
-    let r = analyse("secret", src, &["--function", "f", "--call", "reach_error", "--timeout", "20"]);
+    let args = ["--function", "f", "--call", "reach_error", "--timeout", "20"];
+    let r = analyse("secret", src, &args);
     assert_eq!(r["verdict"], "reachable", "the run saw a secret: {r:#}");
+    if let Some(u) = analyse_as_nobody("secret", src, &args) {
+        assert_eq!(u["verdict"], "reachable", "unprivileged, the run saw a secret: {u:#}");
+    }
 }
 
 #[test]
@@ -129,6 +133,29 @@ fn an_inherited_descriptor_does_not_lead_out() {
     let existed = escaped.exists();
     let _ = std::fs::remove_file(&escaped);
     assert!(!existed, "the run wrote {} through an inherited descriptor", escaped.display());
+    // The same as nobody (the unprivileged mode), where /tmp is writable to the run's user.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root && std::process::Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let c = dir.path().join("fdesc.c");
+        std::fs::write(&c, &src).unwrap();
+        std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "sh", "-c"])
+            .arg("exec 9</tmp; exec \"$0\" \"$1\" --function f --call reach_error --json --timeout 20")
+            .arg(env!("CARGO_BIN_EXE_apc-llvm"))
+            .arg(&c)
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        let u: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(u["verdict"], "reachable", "{u:#}");
+        let existed = escaped.exists();
+        let _ = std::fs::remove_file(&escaped);
+        assert!(!existed, "unprivileged, the run wrote {} through an inherited descriptor", escaped.display());
+    }
 }
 
 #[test]
@@ -139,9 +166,13 @@ fn a_forged_hit_message_is_no_hit() {
                void f(int x) { if (x == 3) { (void)!write(3, \"hit 0\\n\", 6); (void)!write(3, \"hit 0000000000000000 0\\n\", 23);\n\
                if (getpid() > 0) _exit(0); }\n\
                if (x == 3) reach_error(); }";
-    let r = analyse("forge", src, &["--function", "f", "--call", "reach_error", "--timeout", "10"]);
+    let args = ["--function", "f", "--call", "reach_error", "--timeout", "10", "--engine", "apc"];
+    let r = analyse("forge", src, &args);
     assert_ne!(r["verdict"], "reachable", "a forged hit was believed: {r:#}");
     assert_eq!(r["witness"]["reached"], false, "{r:#}");
+    if let Some(u) = analyse_as_nobody("forge", src, &args) {
+        assert_ne!(u["verdict"], "reachable", "unprivileged, a forged hit was believed: {u:#}");
+    }
 }
 
 #[test]

@@ -23,8 +23,13 @@ pub fn unfold(pool: &mut ExprPool, root: ExprId, k: u32, consistent: bool) -> Ex
 /// nested ∀ multiply their K instances (K^depth copies), which took gigabytes on programs with
 /// three nested loops. Without APC^K the quantified APC still answers.
 pub fn unfold_within(pool: &mut ExprPool, root: ExprId, k: u32, consistent: bool, max_new_nodes: usize) -> Option<ExprId> {
+    unfold_until(pool, root, k, consistent, max_new_nodes, None)
+}
+
+/// [`unfold_within`] that also gives up at `deadline` (the analysis's `--timeout`).
+pub fn unfold_until(pool: &mut ExprPool, root: ExprId, k: u32, consistent: bool, max_new_nodes: usize, deadline: Option<std::time::Instant>) -> Option<ExprId> {
     let limit = pool.len().saturating_add(max_new_nodes);
-    let mut u = Unfolder { k, consistent, fresh: 0, memo: HashMap::new(), limit, exceeded: false };
+    let mut u = Unfolder { k, consistent, fresh: 0, memo: HashMap::new(), limit, exceeded: false, deadline };
     let r = u.go(pool, root);
     (!u.exceeded).then_some(r)
 }
@@ -34,9 +39,10 @@ struct Unfolder {
     consistent: bool,
     fresh: u32,
     memo: HashMap<ExprId, ExprId>,
-    /// Pool size at which to give up, and whether it was reached.
+    /// Pool size at which to give up, and whether it (or the deadline) was reached.
     limit: usize,
     exceeded: bool,
+    deadline: Option<std::time::Instant>,
 }
 
 /// One part ∀τ_i (τ_i ≥ κ_i ∨ ∃τ⃗ (∧ τ_j ≤ κ_j ∧ …)) of a looping condition.
@@ -188,7 +194,7 @@ impl Unfolder {
         if let Some(&r) = self.memo.get(&e) {
             return r;
         }
-        if self.exceeded || pool.len() > self.limit {
+        if self.exceeded || pool.len() > self.limit || self.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             self.exceeded = true;
             return e;
         }

@@ -20,15 +20,7 @@ struct Built {
 /// native programs (`APC_FUZZ_KEEP=1` keeps the fuzzer's directory, libFuzzer's logs included).
 fn build(name: &str, source: &str, function: &str) -> Built {
     let p = c_program(name, source);
-    let bc = p.dir.path().join(format!("{name}.bc"));
-    let st = std::process::Command::new(clang())
-        .args(["-g", "-O0", "-Xclang", "-disable-O0-optnone", "-fno-discard-value-names", "-emit-llvm", "-c"])
-        .arg(&p.path)
-        .arg("-o")
-        .arg(&bc)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let bc = compile_bitcode(&p);
     let loaded = load::load(&bc, function, &TargetSpec::Call("reach_error".into())).unwrap();
     let replayer = Replayer::new(&loaded, false).unwrap();
     let start = Instant::now();

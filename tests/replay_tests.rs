@@ -84,15 +84,7 @@ void f(const char *s, signed char c, long n, char **pp) {
     #[test]
     fn every_input_class_travels_through_the_witness_descriptor() {
         let p = c_program("onebuild", PROGRAM);
-        let bc = p.dir.path().join("onebuild.bc");
-        let st = std::process::Command::new(clang())
-            .args(["-g", "-O0", "-fno-discard-value-names", "-emit-llvm", "-c"])
-            .arg(&p.path)
-            .arg("-o")
-            .arg(&bc)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        let bc = compile_bitcode(&p);
         let loaded = load::load(&bc, "f", &TargetSpec::Call("reach_error".into())).unwrap();
         let rp = Replayer::new(&loaded, false).unwrap();
         // 0xfd is -3 as a signed char: passed sign-extended.

@@ -22,27 +22,45 @@ fn reach(name: &str, body: &str) -> serde_json::Value {
     r
 }
 
-/// Runs the tool as `nobody` (through `setpriv`) when the test runs as root; `None` otherwise.
-fn analyse_as_nobody(name: &str, src: &str, args: &[&str]) -> Option<serde_json::Value> {
-    let root = unsafe { libc::geteuid() } == 0;
-    let have_setpriv = std::process::Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !root || !have_setpriv {
+/// Whether the unprivileged mode can be tested: the test runs as root and has `setpriv`.
+fn can_run_as_nobody() -> bool {
+    let ok = unsafe { libc::geteuid() } == 0
+        && std::process::Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok {
         eprintln!("unprivileged mode skipped: needs root and setpriv");
-        return None;
     }
+    ok
+}
+
+/// `src` as `<dir>/<name>.c` in a fresh directory that `nobody` can read and write.
+fn nobody_program(name: &str, src: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let c = dir.path().join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
     std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+    (dir, c)
+}
+
+/// `setpriv` running what follows as `nobody`, with temporary files in `tmp`.
+fn as_nobody(tmp: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).env("TMPDIR", tmp);
+    cmd
+}
+
+/// Runs the tool as `nobody` (through `setpriv`) when the test runs as root; `None` otherwise.
+fn analyse_as_nobody(name: &str, src: &str, args: &[&str]) -> Option<serde_json::Value> {
+    if !can_run_as_nobody() {
+        return None;
+    }
+    let (dir, c) = nobody_program(name, src);
+    let out = as_nobody(dir.path())
         .arg(env!("CARGO_BIN_EXE_apc-llvm"))
         .arg(&c)
         .args(args)
         .arg("--json")
-        .env("TMPDIR", dir.path())
         .output()
         .unwrap();
     let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("as nobody: {}", String::from_utf8_lossy(&out.stderr)));
@@ -134,20 +152,12 @@ fn an_inherited_descriptor_does_not_lead_out() {
     let _ = std::fs::remove_file(&escaped);
     assert!(!existed, "the run wrote {} through an inherited descriptor", escaped.display());
     // The same as nobody (the unprivileged mode), where /tmp is writable to the run's user.
-    let root = unsafe { libc::geteuid() } == 0;
-    if root && std::process::Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success()) {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-        let c = dir.path().join("fdesc.c");
-        std::fs::write(&c, &src).unwrap();
-        std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let out = std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "sh", "-c"])
-            .arg("exec 9</tmp; exec \"$0\" \"$1\" --function f --call reach_error --json --timeout 20")
+    if can_run_as_nobody() {
+        let (dir, c) = nobody_program("fdesc", &src);
+        let out = as_nobody(dir.path())
+            .args(["sh", "-c", "exec 9</tmp; exec \"$0\" \"$1\" --function f --call reach_error --json --timeout 20"])
             .arg(env!("CARGO_BIN_EXE_apc-llvm"))
             .arg(&c)
-            .env("TMPDIR", dir.path())
             .output()
             .unwrap();
         let u: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
@@ -193,10 +203,7 @@ fn forking_many_times_is_bounded() {
 /// namespaces of its own. Run as `nobody` through `setpriv` when the test runs as root.
 #[test]
 fn unprivileged_mode_contains_the_same_programs() {
-    let root = unsafe { libc::geteuid() } == 0;
-    let have_setpriv = std::process::Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !root || !have_setpriv {
-        eprintln!("skipped: needs root and setpriv to run the tool as nobody");
+    if !can_run_as_nobody() {
         return;
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -211,22 +218,8 @@ fn unprivileged_mode_contains_the_same_programs() {
          FILE *o = fopen(\"/tmp/apc-unpriv-escape\", \"w\"); if (o) fclose(o);\n\
          if (x == 3) reach_error(); }}\n"
     );
-    let dir = tempfile::tempdir().unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let c = dir.path().join("unpriv.c");
-    std::fs::write(&c, src).unwrap();
-    std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o644)).unwrap();
     let _ = std::fs::remove_file("/tmp/apc-unpriv-escape");
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(env!("CARGO_BIN_EXE_apc-llvm"))
-        .arg(&c)
-        .args(["--function", "f", "--call", "reach_error", "--json", "--timeout", "20"])
-        .env("TMPDIR", dir.path())
-        .output()
-        .unwrap();
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let r = analyse_as_nobody("unpriv", &src, &["--function", "f", "--call", "reach_error", "--timeout", "20"]).expect("checked above");
     assert_eq!(r["verdict"], "reachable", "{r:#}");
     assert!(listener.accept().is_err(), "the unprivileged run connected to the test's listener");
     assert!(!std::path::Path::new("/tmp/apc-unpriv-escape").exists(), "the unprivileged run wrote outside its directory");

@@ -83,3 +83,17 @@ pub fn assert_bad_input(out: &Output, needle: &str) {
 pub fn clang() -> PathBuf {
     apc_llvm::load::clang_path()
 }
+
+/// Compiles `p` to bitcode beside it with the flags the README gives (`<name>.bc`).
+pub fn compile_bitcode(p: &CProgram) -> PathBuf {
+    let bc = p.path.with_extension("bc");
+    let st = Command::new(clang())
+        .args(["-g", "-O0", "-Xclang", "-disable-O0-optnone", "-fno-discard-value-names", "-emit-llvm", "-c"])
+        .arg(&p.path)
+        .arg("-o")
+        .arg(&bc)
+        .status()
+        .expect("run clang");
+    assert!(st.success(), "clang failed on {}", p.path.display());
+    bc
+}

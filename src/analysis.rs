@@ -2,6 +2,7 @@
 //! report. [`run`] drives it; the witness search and proof engines race in [`engine::race`].
 
 use crate::apc;
+use crate::backstop::{self, Bounded, Progress};
 use crate::cfg::{Flowgraph, Limits, Structure};
 use crate::config::Config;
 use crate::engine::apc::{ApcEngine, ApcSearchConfig};
@@ -21,9 +22,23 @@ use std::sync::Arc;
 use std::time::Instant;
 use tracing::info;
 
-/// Runs the analysis described by `config`.
+/// Runs the analysis described by `config` on this thread (cooperative deadline only; see
+/// [`run_bounded`]).
 pub fn run(config: &Config) -> Result<Report> {
+    run_observed(config, &Progress::default())
+}
+
+/// Runs the analysis on a worker thread, with the deadline and the memory bound enforced by a
+/// watcher even where a stage ignores them ([`backstop`]). When [`Bounded::abandoned`] is
+/// set, the process must end with [`solve::exit_now`] after the report is printed.
+pub fn run_bounded(config: &Config) -> Bounded {
+    backstop::run(config, run_observed)
+}
+
+/// [`run`], telling `progress` which stage it is in.
+pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let t0 = Instant::now();
+    progress.enter("loading the program");
     let loaded = load::load(&config.input, &config.function, &config.target)?;
     let t_load = t0.elapsed().as_secs_f64();
     // The native builds (replay, and fuzzing when asked for) run while the APC is built and
@@ -31,6 +46,7 @@ pub fn run(config: &Config) -> Result<Report> {
     let native = Replayer::build_in_background(&loaded, config.keep_temps);
     let mut fuzz = config.engines.contains(&EngineKind::Fuzz).then(|| FuzzEngine::start(&loaded, config.keep_temps));
 
+    progress.enter("enumerating the paths to the target");
     let t1 = Instant::now();
     let f = &loaded.program.function;
     let graph = Flowgraph::of_function(f);
@@ -41,6 +57,7 @@ pub fn run(config: &Config) -> Result<Report> {
     let mut report = Report::new(f, config.target.describe(), &structure);
     report.timings.insert("load".into(), t_load);
     report.timings.insert("cfg".into(), t_cfg);
+    progress.set_partial(&report);
     if structure.truncated && t0.elapsed() >= config.timeout {
         report.verdict = Verdict::Unknown;
         report.reason = "the time budget ran out while enumerating the paths to the target".into();
@@ -52,6 +69,7 @@ pub fn run(config: &Config) -> Result<Report> {
         return Ok(report);
     }
 
+    progress.enter("building the abstract path condition");
     let t2 = Instant::now();
     let (apc, pool) = apc::ApcBuilder::new(&loaded.program, &structure).with_deadline(t0 + config.timeout).build();
     if apc.timed_out {
@@ -78,6 +96,7 @@ pub fn run(config: &Config) -> Result<Report> {
 
     let has_quantifiers = report.apc.as_deref().is_some_and(|s| s.contains('∀') || s.contains('∃'));
     let guide = if config.engines.contains(&EngineKind::Dse) {
+        progress.enter("preparing the directed symbolic execution");
         let tg = Instant::now();
         let g = crate::dse::Guide::new(&loaded.program, &structure, &apc, &pool);
         report.timings.insert("dse_guide".into(), tg.elapsed().as_secs_f64());
@@ -110,6 +129,7 @@ pub fn run(config: &Config) -> Result<Report> {
     let cancel = AtomicBool::new(false);
     let seeds = SeedBoard::default();
     let cx = Context::new(&native, t0 + config.timeout, &cancel, &seeds);
+    progress.enter("racing the engines for a witness or a proof");
     let result = engine::race(engines, &cx);
     for (k, v) in result.timings {
         *report.timings.entry(k).or_insert(0.0) += v;
@@ -125,6 +145,7 @@ pub fn run(config: &Config) -> Result<Report> {
             };
             report.witness = Some(wr);
             if let Some(dir) = &config.emit_tests {
+                progress.enter_critical("writing regression tests");
                 // The verdict stands whatever happens to the test files (checked writable
                 // before the analysis; a failure now is reported, not fatal).
                 match native.get().and_then(|rp| emit_test(config, &loaded, &rp, &witness, &run, dir)) {

@@ -29,6 +29,9 @@ pub struct Config {
     pub keep_temps: bool,
     /// The engines raced for the answer (`--engine`).
     pub engines: Vec<EngineKind>,
+    /// Bound on the resident memory of the analysis, in bytes (`--max-memory`; see
+    /// [`crate::backstop`]).
+    pub max_memory: u64,
 }
 
 impl Config {
@@ -45,6 +48,7 @@ impl Config {
             max_unfold_k: 200,
             max_models: 8,
             engines: EngineKind::ALL.to_vec(),
+            max_memory: crate::backstop::default_max_memory(),
         }
     }
 }

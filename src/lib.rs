@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod apc;
+pub mod backstop;
 pub mod cfg;
 pub mod cleanup;
 pub mod config;

@@ -57,6 +57,10 @@ struct Cli {
     /// APC models; never proves). Default: all
     #[arg(long, value_name = "LIST")]
     engine: Option<String>,
+    /// Bound on the analysis's resident memory, in MiB (default: half of the machine's memory);
+    /// passing it ends the run with `unknown`
+    #[arg(long, value_name = "MIB")]
+    max_memory: Option<u64>,
     /// Keep the replay's temporary files (driver source, executable) and print where they are
     #[arg(long)]
     keep_temps: bool,
@@ -110,6 +114,12 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         apc_llvm::report::emit::check_dir(dir)?;
     }
     config.emit_tests = cli.emit_tests.clone();
+    if let Some(mib) = cli.max_memory {
+        if !(64..=(1 << 30)).contains(&mib) {
+            return Err(Error::bad_input(format!("--max-memory must be between 64 and {} MiB, got {mib}", 1u64 << 30)));
+        }
+        config.max_memory = mib << 20;
+    }
     if let Some(list) = &cli.engine {
         config.engines = apc_llvm::engine::EngineKind::parse_list(list).map_err(Error::bad_input)?;
     }
@@ -137,7 +147,13 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("apc-llvm: internal error: {info}");
     }));
-    let result = config_from(&cli).and_then(|c| analysis::run(&c));
+    let (result, abandoned) = match config_from(&cli) {
+        Ok(c) => {
+            let b = analysis::run_bounded(&c);
+            (b.result, b.abandoned)
+        }
+        Err(e) => (Err(e), false),
+    };
     let code = match result {
         Ok(report) => {
             if cli.json {
@@ -154,8 +170,9 @@ fn main() -> ExitCode {
     };
     // Background builds the verdict did not wait for: stopped, their files removed.
     apc_llvm::cleanup::finish();
-    if apc_llvm::solve::workers_left_running() {
-        // A solver thread is still inside Z3: end without libz3's static destructors.
+    if abandoned || apc_llvm::solve::workers_left_running() {
+        // A solver thread (or the whole analysis thread) is still inside Z3: end without
+        // libz3's static destructors.
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();

@@ -27,3 +27,81 @@ fn path_enumeration_stops_at_the_deadline() {
     assert!(r["reason"].as_str().unwrap().contains("time budget"), "{r:#}");
     assert!(took < Duration::from_secs(12), "took {took:?}");
 }
+
+/// Counting loops nested `depth` deep, each up to 0xfffffffe, the target in the innermost body
+/// behind a test on the accumulated sum (issue 16's stress shape).
+fn nested_loops(depth: usize) -> String {
+    let mut s = String::from("void reach(void);\nint f(unsigned n) {\n  unsigned s = 0;\n");
+    for d in 0..depth {
+        s += &format!("for (unsigned i{d} = 0; i{d} < 0xfffffffeu; i{d}++) {{\n");
+    }
+    s += "s += n; if (s == 12345u) { reach(); return 1; }\n";
+    s += &"}\n".repeat(depth);
+    s + "  return 0;\n}\n"
+}
+
+/// Asserts the run ended near its budget with a report (any verdict; `unknown` names a stage).
+fn ends_within(r: &serde_json::Value, took: Duration, budget: f64) {
+    // The contract is budget + 0.5 s; the slack on top is for a loaded test machine.
+    assert!(took < Duration::from_secs_f64(budget + 2.0), "took {took:?}: {r:#}");
+    if r["verdict"] == "unknown" {
+        let why = r["reason"].as_str().unwrap();
+        assert!(why.contains("time budget") || why.contains("while") || why.contains("gave no answer"), "{r:#}");
+    }
+}
+
+#[test]
+fn thirty_nested_loops_end_within_the_budget() {
+    let p = c_program("nested30", &nested_loops(30));
+    let bc = compile_bitcode(&p);
+    let start = Instant::now();
+    let r = json_report(&bc, &["--function", "f", "--call", "reach", "--timeout", "2"]);
+    ends_within(&r, start.elapsed(), 2.0);
+    assert_ne!(r["verdict"], "unreachable", "{r:#}");
+}
+
+#[test]
+fn a_huge_unfolding_bound_ends_within_the_budget() {
+    let p = c_program("nested5", &nested_loops(5));
+    let bc = compile_bitcode(&p);
+    let start = Instant::now();
+    let r = json_report(&bc, &["--function", "f", "--call", "reach", "--timeout", "2", "--unfold", "4294967295", "--engine", "apc"]);
+    ends_within(&r, start.elapsed(), 2.0);
+    assert_ne!(r["verdict"], "unreachable", "{r:#}");
+}
+
+/// A 500 KB straight-line function: path enumeration and the APC grow with it.
+#[test]
+fn a_large_straight_line_function_ends_within_the_budget() {
+    let mut src = String::from("void reach(void);\nint f(int x) {\n  int r = 0;\n");
+    let mut k = 0;
+    while src.len() < 500_000 {
+        src += &format!("  if (x == {k}) r += {};\n", k % 97);
+        k += 1;
+    }
+    src += "  if (r == 3) { reach(); return 1; }\n  return 0;\n}\n";
+    let p = c_program("line500k", &src);
+    let bc = compile_bitcode(&p);
+    let start = Instant::now();
+    let r = json_report(&bc, &["--function", "f", "--call", "reach", "--timeout", "2"]);
+    ends_within(&r, start.elapsed(), 2.0);
+    assert_ne!(r["verdict"], "unreachable", "{r:#}");
+}
+
+/// `--max-memory`: a run that would grow past the bound ends `unknown`, saying so.
+#[test]
+fn the_memory_bound_ends_a_run_that_grows_past_it() {
+    let p = c_program("nested10", &nested_loops(10));
+    let bc = compile_bitcode(&p);
+    let r = json_report(&bc, &["--function", "f", "--call", "reach", "--timeout", "30", "--max-memory", "64", "--engine", "apc"]);
+    assert_eq!(r["verdict"], "unknown", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("memory bound of 64 MiB"), "{r:#}");
+}
+
+#[test]
+fn a_nonsense_memory_bound_is_bad_input() {
+    let p = c_program("tiny", "int f(int x) { if (x) return 1; return 0; }");
+    let out = run_on(&p.path, &["--function", "f", "--line", "tiny.c:1", "--max-memory", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-memory"));
+}

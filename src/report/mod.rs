@@ -150,6 +150,29 @@ impl Report {
         }
     }
 
+    /// A report that knows only what was asked (the analysis stopped before the function's
+    /// structure was known).
+    pub fn bare(function: &str, target_spec: String) -> Report {
+        Report {
+            function: function.to_string(),
+            target_spec,
+            target: vec![],
+            verdict: Verdict::Unknown,
+            reason: String::new(),
+            loops: vec![],
+            backbones: vec![],
+            truncated: false,
+            apc: None,
+            smtlib: None,
+            witness: None,
+            tests: vec![],
+            timings: BTreeMap::new(),
+            engine: None,
+            engines: BTreeMap::new(),
+            test_error: None,
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("reports serialise")
     }

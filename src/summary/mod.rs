@@ -71,6 +71,11 @@ impl PtrBinding {
 /// exist and have escaped (an unknown call in the loop forgets the escaped ones).
 pub type SummaryKey = (LoopId, Vec<(ValueId, PtrBinding)>, usize, usize);
 
+/// Iterations of an array-writing loop whose writes the summary keeps exactly (see
+/// `last_writes`): enough for fill loops over buffers of a few dozen elements, small enough that
+/// the chain of stores stays cheap for Z3.
+pub const EXACT_WRITES: u64 = 64;
+
 /// The summary (θ^κ, φ^κ) of a loop.
 #[derive(Clone, Debug)]
 pub struct LoopSummary {
@@ -206,11 +211,15 @@ impl ApcBuilder<'_> {
         (Some(e), after)
     }
 
-    /// Section 4's second array rule, made sound: memory written on one iteration backbone π_i
-    /// only, by stores whose offsets and values depend on no counter but κ_i, ends as the last
-    /// π_i iteration left it: ite(κ_i ≠ 0, prev{o(κ_i − 1) ↦ v(κ_i − 1)}…, M̲), where `prev` (a
-    /// fresh array) is the memory before that iteration. (Reusing M̲ for `prev`, as the paper's
-    /// sketch does, would forget the earlier iterations' writes.)
+    /// Section 4's second array rule, made sound and, for short runs, exact: memory written on
+    /// one iteration backbone π_i only, by stores whose offsets and values depend on no counter
+    /// but κ_i. After t such iterations it is M_t = M_{t−1}{o(t − 1) ↦ v(t − 1)}, M_0 = M̲ (no
+    /// other backbone writes it). For κ_i ≤ [`EXACT_WRITES`] the summary is that chain
+    /// (ite(κ_i = 0, M_0, ite(κ_i = 1, M_1, …))), so a fill loop `A[i] = nondet()` ties every
+    /// element to its input; beyond, the memory is what the last iteration left:
+    /// prev{o(κ_i − 1) ↦ v(κ_i − 1)}, where `prev` (a fresh array) is the memory before that
+    /// iteration. (Reusing M̲ for `prev`, as the paper's sketch does, would forget the earlier
+    /// iterations' writes.) A constant count (a closed form over constants) selects its M_t.
     #[allow(clippy::too_many_arguments)]
     fn last_writes(
         &mut self,
@@ -249,7 +258,8 @@ impl ApcBuilder<'_> {
         let mut prev_iteration = Substitution::new();
         prev_iteration.insert(counters[*i], minus_one);
         let others: Vec<ExprId> = counters.iter().enumerate().filter(|(j, _)| j != i).map(|(_, &c)| c).collect();
-        let mut mem = prev;
+        // The stores of iteration κ_i − 1 as functions of κ_i.
+        let mut writes = vec![];
         for (o, v, w) in stores {
             let mut parts = vec![];
             for e in [o, v] {
@@ -259,11 +269,34 @@ impl ApcBuilder<'_> {
                 }
                 parts.push(prev_iteration.apply(&mut self.pool, e));
             }
-            mem = self.pool.store(mem, parts[0], parts[1], w);
+            writes.push((parts[0], parts[1], w));
         }
-        let zero = self.pool.bv(64, 0);
-        let ran = self.pool.cmp(crate::ir::IntPredicate::Ne, counters[*i], zero);
-        Some(self.pool.ite(ran, mem, sym))
+        let mut mem = prev;
+        for &(o, v, w) in &writes {
+            mem = self.pool.store(mem, o, v, w);
+        }
+        // Beyond the bound: the last iteration's writes over the unknown earlier memory.
+        let mut result = mem;
+        // M_t for t = EXACT_WRITES … 1: the writes of iterations 0 … t − 1, i.e. κ_i ↦ u + 1.
+        let mut chain = vec![sym];
+        for t in 0..EXACT_WRITES {
+            let mut at = Substitution::new();
+            let kt = self.pool.bv(64, t + 1);
+            at.insert(counters[*i], kt);
+            let mut m = *chain.last().expect("M_0");
+            for &(o, v, w) in &writes {
+                let o = at.apply(&mut self.pool, o);
+                let v = at.apply(&mut self.pool, v);
+                m = self.pool.store(m, o, v, w);
+            }
+            chain.push(m);
+        }
+        for t in (0..=EXACT_WRITES).rev() {
+            let kt = self.pool.bv(64, t);
+            let is_t = self.pool.eq(counters[*i], kt);
+            result = self.pool.ite(is_t, chain[t as usize], result);
+        }
+        Some(result)
     }
 
     /// A sound strengthening of φ^κ for loops with several iteration backbones: a variable that

@@ -56,6 +56,58 @@ fn symbol_name(pool: &ExprPool, e: ExprId) -> Option<String> {
     }
 }
 
+/// Weakens `root` for cheap pruning queries: every read of memory the program wrote (a load
+/// from anything but an input array: store chains, the exact fill-loop chains of the loop
+/// summaries, their ite over the counter) becomes a fresh constant. Sound: in a quantifier-free
+/// formula, a model of the original gives one of the weakened formula (each constant takes the
+/// value its read had), so the result is still a necessary condition. Reads under a binder (a
+/// τ left by an unfolding that gave up) are kept, as a constant cannot depend on the bound value.
+///
+/// What the DSE needs from the APC is mostly arithmetic over path counters ("k + the ones still
+/// to come > 12"); the written memory made each query cost tens of milliseconds and decided
+/// little that the state's own path condition does not.
+fn forget_written_memory(pool: &mut ExprPool, root: ExprId) -> ExprId {
+    use crate::expr::{children_of as children, Sort, SymbolKind};
+    use std::collections::HashMap;
+    let mut memo: HashMap<ExprId, (ExprId, bool)> = HashMap::new(); // (new node, mentions a τ)
+    let mut fresh = 0u32;
+    let mut stack = vec![(root, false)];
+    while let Some((e, expanded)) = stack.pop() {
+        if memo.contains_key(&e) {
+            continue;
+        }
+        let node = pool.get(e).clone();
+        let kids = children(&node);
+        if kids.is_empty() {
+            let bound = matches!(node, Expr::Symbol { kind: SymbolKind::Tau(_), .. });
+            memo.insert(e, (e, bound));
+            continue;
+        }
+        if !expanded {
+            stack.push((e, true));
+            stack.extend(kids.iter().filter(|k| !memo.contains_key(k)).map(|&k| (k, false)));
+            continue;
+        }
+        let bound = kids.iter().any(|k| memo[k].1);
+        let out = match node {
+            Expr::Load { array, width, .. } if !bound && !matches!(pool.get(array), Expr::Symbol { .. }) => {
+                fresh += 1;
+                pool.symbol(&format!("dse.read{fresh}"), Sort::Bv(width), SymbolKind::Aux)
+            }
+            _ => {
+                let new_kids: Vec<ExprId> = kids.iter().map(|k| memo[k].0).collect();
+                if new_kids == kids {
+                    e
+                } else {
+                    pool.rebuild(&node, &new_kids)
+                }
+            }
+        };
+        memo.insert(e, (out, bound));
+    }
+    memo[&root].0
+}
+
 impl Guide {
     /// Builds the guide from the APC of `program` (as `analysis::run` computes it). Returns
     /// `None` when the APC cannot serve (building timed out).
@@ -79,6 +131,7 @@ impl Guide {
         }
         let mut pool = pool.clone();
         let formula = crate::apc::unfold::unfold_within(&mut pool, apc.formula, GUIDE_UNFOLD_K, false, MAX_UNFOLD_NODES).unwrap_or(apc.formula);
+        let formula = forget_written_memory(&mut pool, formula);
         let apc_smtlib = crate::solve::smtlib(&pool, formula);
 
         // Top-level loops: the loops entered on the top-level backbones.

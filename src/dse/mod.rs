@@ -297,8 +297,12 @@ fn search_inner(
                 }
             }
             let t = Instant::now();
-            // Pruning pays while it costs at most half of the search's time.
-            let affordable = stats.apc_check_seconds <= 0.8 * started.elapsed().as_secs_f64() + 0.5;
+            // Pruning gets a share of the search's time that follows its success rate: up to
+            // 80% while it prunes often, about 10% when it hardly ever does (a check costs
+            // milliseconds; a string scan makes thousands of states it never prunes).
+            let success = (stats.states_pruned_by_apc as f64 + 1.0) / (stats.apc_checks as f64 + 2.0);
+            let share = 0.1 + 0.7 * success;
+            let affordable = stats.apc_check_seconds <= share * started.elapsed().as_secs_f64() + 0.2;
             let pruned = if affordable { prune_check(&mut solver, &st) } else { Sat::Unknown };
             if guide.is_some() {
                 stats.apc_checks += 1;

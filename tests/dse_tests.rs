@@ -172,3 +172,30 @@ fn unbounded_loop_is_never_exhausted() {
     let (end, _, _) = search(&p, false, 3);
     assert!(matches!(end, DseEnd::GaveUp(_)), "expected GaveUp, got {}", end_name(&end));
 }
+
+/// A state whose own constants rule the target out is dropped at once, and exactly: the flag
+/// below is 0 on every path, so the unbounded loop is never explored and the search is a proof.
+#[test]
+fn constants_of_a_state_rule_the_target_out_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = c_file(
+        &dir,
+        "flag.c",
+        "extern int __VERIFIER_nondet_int(void);\nextern void reach_error(void);\n\
+         int main(void) { int h = 0; int n = 0; while (__VERIFIER_nondet_int()) n++;\n\
+         if (h == 1 && n > 3) reach_error();\n return 0; }\n",
+    );
+    let (end, stats, _) = search(&p, false, 5);
+    assert!(matches!(end, DseEnd::Exhausted), "expected Exhausted, got {}", end_name(&end));
+    assert!(stats.states_pruned_by_values > 0, "{stats:?}");
+    // The twin with a flag set inside the loop keeps its states (and finds the witness).
+    let p = c_file(
+        &dir,
+        "flag_r.c",
+        "extern int __VERIFIER_nondet_int(void);\nextern void reach_error(void);\n\
+         int main(void) { int h = 0; int n = 0; while (__VERIFIER_nondet_int()) { n++; h = 1; }\n\
+         if (h == 1 && n > 3) reach_error();\n return 0; }\n",
+    );
+    let (end, _, _) = search(&p, false, 10);
+    assert_reached(&p, &end);
+}

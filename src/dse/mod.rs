@@ -14,6 +14,7 @@
 
 mod exec;
 pub mod guide;
+mod reach;
 mod solver;
 mod state;
 mod value;
@@ -52,6 +53,8 @@ impl DseLimits {
 pub struct DseStats {
     pub states_explored: u64,
     pub states_pruned_by_apc: u64,
+    /// States whose own constants rule every target out ([`reach::distance`]; exact).
+    pub states_pruned_by_values: u64,
     pub solver_calls: u64,
     pub models_tried: u64,
     /// Pruning queries (path condition ∧ APC ∧ counter constraints) and the time they took.
@@ -297,11 +300,12 @@ fn search_inner(
                 }
             }
             let t = Instant::now();
-            // Pruning gets a share of the search's time that follows its success rate: up to
-            // 80% while it prunes often, about 10% when it hardly ever does (a check costs
-            // milliseconds; a string scan makes thousands of states it never prunes).
+            // Pruning gets up to 80% of the search's time while it prunes at all (one state in
+            // twenty is plenty: each prune removes a whole subtree; WinDriver needs it), and
+            // about 10% when it almost never does (a string scan makes thousands of states
+            // the APC never prunes).
             let success = (stats.states_pruned_by_apc as f64 + 1.0) / (stats.apc_checks as f64 + 2.0);
-            let share = 0.1 + 0.7 * success;
+            let share = 0.1 + 0.7 * (success * 20.0).min(1.0);
             let affordable = stats.apc_check_seconds <= share * started.elapsed().as_secs_f64() + 0.2;
             let pruned = if affordable { prune_check(&mut solver, &st) } else { Sat::Unknown };
             if guide.is_some() {
@@ -363,8 +367,14 @@ fn search_inner(
                         if let Some(g) = guide {
                             g.on_edge(&mut child.loops, to);
                         }
+                        // The state's own constants may rule the target out for good.
+                        let Some(d) = reach::distance(&program.function, &child, dist[to.index()]) else {
+                            stats.states_pruned_by_values += 1;
+                            continue;
+                        };
                         let e = excess(&child);
-                        frontier.push(child, dist[to.index()], e);
+                        tracing::trace!(block = %program.function.label(to), d, static_d = dist[to.index()], "fork child");
+                        frontier.push(child, d, e);
                     }
                     break;
                 }

@@ -55,6 +55,7 @@ impl Engine for DseEngine {
         for (k, v) in [
             ("states_explored", stats.states_explored),
             ("states_pruned_by_apc", stats.states_pruned_by_apc),
+            ("states_pruned_by_values", stats.states_pruned_by_values),
             ("solver_calls", stats.solver_calls),
             ("models_tried", stats.models_tried),
             ("apc_checks", stats.apc_checks),

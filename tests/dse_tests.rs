@@ -74,13 +74,11 @@ fn hello_from_nondet_chars() {
 }
 
 #[test]
-#[ignore = "not reached within 30 s yet: the best-first order wanders through mismatching prefixes (see the DSE report)"]
 fn hw_from_nondet_chars() {
     reachable("wp_hw.c");
 }
 
 #[test]
-#[ignore = "not reached within 30 s yet: the best-first order wanders through mismatching prefixes (see the DSE report)"]
 fn hwm_from_nondet_chars() {
     reachable("wp_hwm.c");
 }

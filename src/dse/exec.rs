@@ -103,6 +103,7 @@ impl<'a> Executor<'a> {
             nondet: 0,
             steps: 0,
             loops: vec![],
+            matched: 0,
             unchecked: false,
         };
         for g in &self.program.globals {

@@ -81,6 +81,8 @@ const SLICE_BLOCKS: u32 = 4_096;
 /// misled the search more often than they helped (wp_sevens regressed from reached to
 /// time-out, wp_hw did not improve).
 const USE_COUNTER_GUESS: bool = false;
+/// Whether the frontier prefers paths that took more symbolic equalities on their equal side.
+const USE_MATCH_ORDER: bool = true;
 /// Longest pruning query (the APC may be large): undecided means "keep the state".
 const PRUNE_QUERY_MS: u32 = 1_000;
 /// Models of one target-reaching path tried before it is dropped.
@@ -114,10 +116,15 @@ fn distances(program: &Program) -> Vec<u32> {
     dist
 }
 
-/// The frontier: best-first by (iterations beyond the APC model's guess, distance to the
-/// target, newest first among equals).
+/// The frontier: best-first by (iterations beyond the APC model's guess, symbolic equalities
+/// matched, distance to the target, newest first among equals).
+///
+/// Equalities first: targets behind loops over input data usually need rare events (a byte
+/// that matches the next character of a keyword, an element equal to 1 that counts), and the
+/// static distance prefers the mismatch, which leaves the inner loop sooner. A path whose match
+/// leads nowhere is soon cut by the value pruning or the APC, and the search backtracks.
 struct Frontier {
-    heap: BinaryHeap<(Reverse<u64>, Reverse<u32>, u64, usize)>,
+    heap: BinaryHeap<(Reverse<u64>, u32, Reverse<u32>, u64, usize)>,
     states: Vec<Option<DseState>>,
     seq: u64,
 }
@@ -127,12 +134,14 @@ impl Frontier {
         Frontier { heap: BinaryHeap::new(), states: vec![], seq: 0 }
     }
     fn push(&mut self, st: DseState, dist: u32, excess: u64) {
+        let st_matched = if USE_MATCH_ORDER { st.matched } else { 0 };
         self.seq += 1;
         self.states.push(Some(st));
-        self.heap.push((Reverse(excess), Reverse(dist), self.seq, self.states.len() - 1));
+        let matched = st_matched;
+        self.heap.push((Reverse(excess), matched, Reverse(dist), self.seq, self.states.len() - 1));
     }
     fn pop(&mut self) -> Option<DseState> {
-        let (_, _, _, i) = self.heap.pop()?;
+        let (_, _, _, _, i) = self.heap.pop()?;
         self.states[i].take()
     }
     fn is_empty(&self) -> bool {
@@ -355,6 +364,7 @@ fn search_inner(
                     }
                 }
                 Step::Fork(succs) => {
+                    let equal_side = equal_side(&program.function, from, st.prev);
                     for (to, cond) in succs {
                         if dist[to.index()] == u32::MAX {
                             continue;
@@ -364,6 +374,9 @@ fn search_inner(
                         child.unchecked = true;
                         child.prev = Some(from);
                         child.block = to;
+                        if equal_side == Some(to) {
+                            child.matched += 1;
+                        }
                         if let Some(g) = guide {
                             g.on_edge(&mut child.loops, to);
                         }
@@ -431,6 +444,30 @@ fn search_inner(
         end(DseEnd::Exhausted, stats, &solver)
     } else {
         end(DseEnd::GaveUp(format!("every state was explored, but not exactly: {}", incomplete.reasons.join("; "))), stats, &solver)
+    }
+}
+
+/// The successor of `b` taken when its branch condition, an integer equality, holds (the
+/// `then` side of `==`, the `else` side of `!=`).
+/// A condition that is a phi of `b` (clang's `a && b`) is followed to the value it takes when
+/// `b` is entered from `prev`.
+fn equal_side(f: &crate::ir::Function, b: crate::ir::BlockId, prev: Option<crate::ir::BlockId>) -> Option<crate::ir::BlockId> {
+    use crate::ir::{InstKind, IntPredicate, Operand, Terminator};
+    let block = f.block(b);
+    let Terminator::Branch { cond: Operand::Value(mut c), then_bb, else_bb } = &block.term else { return None };
+    let def = |v| f.blocks.iter().flat_map(|bl| bl.insts.iter()).find(|i| i.result == Some(v));
+    let mut inst = def(c)?;
+    if let (InstKind::Phi { incoming }, Some(p)) = (&inst.kind, prev) {
+        if block.insts.iter().any(|i| i.result == Some(c)) {
+            let Some((_, Operand::Value(v))) = incoming.iter().find(|(from, _)| *from == p) else { return None };
+            c = *v;
+            inst = def(c)?;
+        }
+    }
+    match &inst.kind {
+        InstKind::ICmp { pred: IntPredicate::Eq, .. } => Some(*then_bb),
+        InstKind::ICmp { pred: IntPredicate::Ne, .. } => Some(*else_bb),
+        _ => None,
     }
 }
 

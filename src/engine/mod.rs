@@ -119,17 +119,25 @@ pub trait Engine: Send {
     fn run(self: Box<Self>, cx: &Context) -> EngineResult;
 }
 
-/// How long the other engines wait before they join the `apc` engine, as a share of the budget
+/// The `apc` and `dse` engines start together at the same priority: each is the fastest on
+/// a good share of the benchmarks (proofs and loop-count targets; string scans and arrays
+/// filled from input), and either alone on two cores leaves the other a core.
+///
+/// How long the fuzzer waits before it joins them, as a share of the budget
 /// and at most [`STAGE_DELAY_MAX`]: the APC proves or finds most easy targets within a few
 /// hundred milliseconds, and on two cores every engine that runs beside it slows its solver
 /// down. Longer delays (1.5 s) made the portfolio 2-3x slower than the DSE alone on the targets
 /// the DSE finds in a second.
 const STAGE_SHARE: f64 = 0.05;
 const STAGE_DELAY_MAX: Duration = Duration::from_millis(300);
-/// Nice value of the other engines' threads (and the processes they start) once they run: the
-/// `apc` engine keeps about three quarters of a contended core (nice 10 starved the fuzzer:
+/// Nice value of the fuzzer's thread (and the processes it starts) once it runs: the
+/// symbolic engines keep about three quarters of a contended core (nice 10 starved the fuzzer:
 /// HWM took 19.6 s instead of 5.8 s; nice 3 without the autogroup fix slowed the APC).
 const SECONDARY_NICE: libc::c_int = 5;
+/// How long the APC's solvers run at full priority beside the DSE: most proofs and models of
+/// the APC come within it; after it, the DSE (which finds most witnesses behind loops over
+/// input data) gets the larger share.
+const APC_HEAD_START: Duration = Duration::from_millis(1000);
 
 /// Witnesses worth trying by other engines (APC models that did not replay seed the fuzzer).
 #[derive(Default)]
@@ -214,6 +222,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
     let has_primary = engines.iter().any(|e| e.kind() == EngineKind::Apc);
     let primary_done = AtomicBool::new(!has_primary);
     let stage_at = Instant::now() + cx.left().mul_f64(STAGE_SHARE).min(STAGE_DELAY_MAX);
+    let kinds: Vec<EngineKind> = engines.iter().map(|e| e.kind()).collect();
     std::thread::scope(|scope| {
         let total = engines.len();
         for engine in engines {
@@ -222,7 +231,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             let primary_done = &primary_done;
             let spawned = std::thread::Builder::new().name(format!("engine-{}", kind.name())).spawn_scoped(scope, move || {
                 let start = Instant::now();
-                if kind != EngineKind::Apc {
+                if kind == EngineKind::Fuzz {
                     while Instant::now() < stage_at && !primary_done.load(Ordering::Relaxed) && !cx.cancelled() {
                         std::thread::sleep(Duration::from_millis(5));
                     }
@@ -237,8 +246,28 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             }
         }
         drop(tx);
+        let lower_apc_at = Instant::now() + APC_HEAD_START;
+        let mut apc_lowered = false;
+        let dse_running = kinds.contains(&EngineKind::Dse) && kinds.contains(&EngineKind::Apc);
         while results.len() < total {
-            let Ok(r) = rx.recv() else { break };
+            let r = if dse_running && !apc_lowered {
+                match rx.recv_timeout(lower_apc_at.saturating_duration_since(Instant::now())) {
+                    Ok(r) => r,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        // The APC has had its head start: from now on the DSE gets most of a
+                        // contended core.
+                        if !results.iter().any(|(k, _, _)| *k == EngineKind::Dse) {
+                            crate::solve::set_worker_nice(SECONDARY_NICE);
+                        }
+                        apc_lowered = true;
+                        continue;
+                    }
+                    Err(_) => break,
+                }
+            } else {
+                let Ok(r) = rx.recv() else { break };
+                r
+            };
             if r.0 == EngineKind::Apc {
                 primary_done.store(true, Ordering::Relaxed);
             }
@@ -250,6 +279,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             }
         }
     });
+    crate::solve::set_worker_nice(0);
     let mut engines = BTreeMap::new();
     let mut timings = BTreeMap::new();
     for (k, secs, r) in &results {

@@ -245,6 +245,45 @@ pub fn race<T: Send + 'static>(
     race_until(pool, queries, timeout, extract, &std::sync::atomic::AtomicBool::new(false))
 }
 
+/// Nice value of the solver worker threads (see [`set_worker_nice`]) and the threads running now.
+static WORKER_NICE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+static WORKER_TIDS: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
+
+/// Registers the calling worker thread for [`set_worker_nice`] while it lives.
+struct WorkerPriority(libc::pid_t);
+
+impl WorkerPriority {
+    fn enter() -> WorkerPriority {
+        let tid = unsafe { libc::gettid() };
+        let mut tids = WORKER_TIDS.lock().unwrap_or_else(|e| e.into_inner());
+        let nice = WORKER_NICE.load(std::sync::atomic::Ordering::SeqCst);
+        if nice != 0 {
+            // SAFETY: a plain system call on this thread's own priority.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+        }
+        tids.push(tid);
+        WorkerPriority(tid)
+    }
+}
+
+impl Drop for WorkerPriority {
+    fn drop(&mut self) {
+        WORKER_TIDS.lock().unwrap_or_else(|e| e.into_inner()).retain(|t| *t != self.0);
+    }
+}
+
+/// Sets the nice value of every solver worker thread, running or started later (the portfolio
+/// lowers the APC's solvers once they have had their head start).
+pub fn set_worker_nice(nice: i32) {
+    let tids = WORKER_TIDS.lock().unwrap_or_else(|e| e.into_inner());
+    WORKER_NICE.store(nice, std::sync::atomic::Ordering::SeqCst);
+    for &t in tids.iter() {
+        // SAFETY: a plain system call; the thread is alive while it is registered (it removes
+        // itself under this lock before it ends).
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, t as libc::id_t, nice) };
+    }
+}
+
 /// [`race`] that also ends, every worker stopped and joined, soon after `cancel` is set (another
 /// engine of the portfolio found the answer).
 pub fn race_until<T: Send + 'static>(
@@ -264,6 +303,7 @@ pub fn race_until<T: Send + 'static>(
         let handle = std::thread::Builder::new().name(format!("z3-{name}")).spawn(move || {
             #[cfg(test)]
             race_tests::register_worker_thread();
+            let _priority = WorkerPriority::enter();
             let ctx = z3::Context::thread_local();
             {
                 let mut g = slot.lock().unwrap_or_else(|e| e.into_inner());

@@ -22,6 +22,9 @@ use std::sync::Arc;
 use std::time::Instant;
 use tracing::info;
 
+/// How long before the deadline the engines aim to have stopped.
+const ENGINE_MARGIN: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Runs the analysis described by `config` on this thread (cooperative deadline only; see
 /// [`run_bounded`]).
 pub fn run(config: &Config) -> Result<Report> {
@@ -128,7 +131,11 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         .collect();
     let cancel = AtomicBool::new(false);
     let seeds = SeedBoard::default();
-    let cx = Context::new(&native, t0 + config.timeout, &cancel, &seeds);
+    // The engines aim a little before the deadline: stopping a fuzzer, killing a replay and
+    // joining Z3 threads take a moment, and the backstop answers for them at the deadline +
+    // `backstop::GRACE`.
+    let engines_deadline = (t0 + config.timeout).checked_sub(ENGINE_MARGIN).unwrap_or(t0 + config.timeout).max(Instant::now());
+    let cx = Context::new(&native, engines_deadline, &cancel, &seeds);
     progress.enter("racing the engines for a witness or a proof");
     let result = engine::race(engines, &cx);
     for (k, v) in result.timings {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tracing::info;
 
 /// How long after the deadline the worker may still deliver its own report.
-pub const GRACE: Duration = Duration::from_millis(300);
+pub const GRACE: Duration = Duration::from_millis(400);
 
 /// Extra time granted while a stage that must not be cut short runs (writing regression
 /// tests: nothing is left half-written).

@@ -185,7 +185,7 @@ impl<'a> Context<'a> {
     /// Runs `w` natively (the one build of this analysis), within what is left of the budget:
     /// `None` when no time is left for a run.
     pub fn replay(&self, w: &Witness) -> crate::error::Result<Option<RunOutcome>> {
-        let left = self.left().saturating_sub(Duration::from_millis(100));
+        let left = self.left().saturating_sub(Duration::from_millis(250));
         if left < Duration::from_millis(50) {
             return Ok(None);
         }

@@ -6,6 +6,7 @@
 //! symbols that stand for the values at the loop's entry, and applied at each entry node by
 //! substitution: apc ∧= θ⟨φ^κ⟩, θ ← θ⟨θ^κ⟩.
 
+mod monotone;
 mod rules;
 
 use crate::apc::{push_test, ApcBuilder};
@@ -708,6 +709,16 @@ impl ApcBuilder<'_> {
                 let t = theta_kappa.apply(&mut self.pool, t);
                 let t = kappa_to_tau.apply(&mut self.pool, t);
                 push_test(&self.pool, &mut body_tests, t);
+            }
+            // One backbone, no inner loop: the tests monotone in τ lose their quantifier.
+            if counters.len() == 1 && fresh.is_empty() {
+                body_tests.retain(|&t| match monotone::forall_below(&mut self.pool, taus[i], counters[i], t) {
+                    Some(qf) => {
+                        parts.push(qf);
+                        false
+                    }
+                    None => true,
+                });
             }
             let body = self.pool.and(body_tests);
             if self.pool.as_bool(body) == Some(true) {

@@ -37,7 +37,7 @@ bench: build
 
 # Soundness campaign: random programs (own generator and csmith) against native ground truth.
 soundness: build
-	scripts/soundness --seconds 1800 --timeout 3 --gen-share 0.55 --gen-targets 1 --csmith-targets 1 --engines apc,dse
+	scripts/soundness --seconds 1800 --timeout 3 --gen-share 0.6 --gen-targets 1 --csmith-targets 1 --csmith-missed 1 --engines apc,dse
 
 clean:
 	cargo clean

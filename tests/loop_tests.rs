@@ -291,3 +291,41 @@ fn a_counter_that_wraps_around_ends_its_loop() {
     let r = reach("wrap_unreach", &src(247), "f", &["--engine", "apc", "--timeout", "20"]);
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
+
+// Polynomial closed forms (issue 15, item 4): `s += i` with i moving by one is a Gauss sum,
+// exact modulo 2^w.
+
+#[test]
+fn a_gauss_sum_has_a_closed_form() {
+    let src = |cond: &str| {
+        format!(
+            "void f(unsigned n) {{ if (n > 1000) return;\n\
+               unsigned s = 0; for (unsigned i = 0; i < n; i++) s += i;\n\
+               if ({cond}) reach_error(); }}"
+        )
+    };
+    let r = reach("gauss_unreach", &src("2 * s != n * (n - 1)"), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    let s = theta(the_loop(&r, "for.cond"), "s");
+    assert!(s.contains(">>ᵤ 1"), "θ^κ(s) is the halved product κ(κ−1)/2: {s}");
+    let r = reach("gauss_reach", &src("s == 4950"), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}
+
+#[test]
+fn a_gauss_sum_wraps_around_like_the_program() {
+    // s = n(n−1)/2 modulo 2^32 passes 2^32 between n = 92682 and 92683 (to 55607): a small sum
+    // for a large n exists only with wrap-around (a summary over the integers would call it
+    // unreachable), and no n in range gives a sum between 1000 and 55607.
+    let src = |cond: &str| {
+        format!(
+            "void f(unsigned n) {{ if (n > 100000) return;\n\
+               unsigned s = 0; for (unsigned i = 0; i < n; i++) s += i;\n\
+               if ({cond}) reach_error(); }}"
+        )
+    };
+    let r = reach("gauss_wrap_reach", &src("n > 50000 && s < 60000"), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let r = reach("gauss_wrap_unreach", &src("n > 50000 && s > 1000 && s < 55607"), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+}

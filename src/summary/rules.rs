@@ -113,6 +113,13 @@ fn derive(pool: &mut ExprPool, v: &LoopVar, vals: &[ExprId], counters: &[ExprId]
             return Some(s);
         }
     }
+    // Rule 2b: a̲ + d(t) on one backbone, with d(t) = d₀ + c·t affine in its counter: a
+    // polynomial closed form (issue 15, item 4).
+    if let (Sort::Bv(w), [i]) = (pool.sort(sym), changed.as_slice()) {
+        if let Some(e) = polynomial(pool, sym, vals[*i], counters, *i, w, current) {
+            return Some(e);
+        }
+    }
     // Rule 3: set to the same loop-invariant d on every changing backbone.
     let d = vals[changed[0]];
     if changed.iter().all(|&i| vals[i] == d) {
@@ -139,6 +146,67 @@ fn derive(pool: &mut ExprPool, v: &LoopVar, vals: &[ExprId], counters: &[ExprId]
         }
     }
     None
+}
+
+/// `e` as base + coef·trunc_w(κ) with base and coef free of every counter (a linear form in κ
+/// modulo 2^w), when it has that shape syntactically.
+fn linear(pool: &mut ExprPool, e: ExprId, kappa: ExprId, counters: &[ExprId]) -> Option<(ExprId, ExprId)> {
+    let w = pool.width(e);
+    let is_k = |pool: &ExprPool, x: ExprId| x == kappa || matches!(pool.get(x), Expr::Extract { hi, lo: 0, e: k } if *k == kappa && *hi + 1 == w);
+    if is_k(pool, e) {
+        return Some((pool.bv(w, 0), pool.bv(w, 1)));
+    }
+    if !mentions(pool, e, counters) {
+        return Some((e, pool.bv(w, 0)));
+    }
+    match pool.get(e).clone() {
+        Expr::Bin(op @ (BvOp::Add | BvOp::Sub), a, b) => {
+            let (ba, ca) = linear(pool, a, kappa, counters)?;
+            let (bb, cb) = linear(pool, b, kappa, counters)?;
+            Some((pool.bin(op, ba, bb), pool.bin(op, ca, cb)))
+        }
+        Expr::Bin(BvOp::Mul, a, b) => {
+            let (x, k) = if !mentions(pool, b, counters) { (a, b) } else if !mentions(pool, a, counters) { (b, a) } else { return None };
+            let (bx, cx) = linear(pool, x, kappa, counters)?;
+            Some((pool.bin(BvOp::Mul, bx, k), pool.bin(BvOp::Mul, cx, k)))
+        }
+        _ => None,
+    }
+}
+
+/// Rule 2b: `val = sym + d` where d, under the iterated state at the start of iteration t, is
+/// d₀ + c·t with d₀, c loop-invariant. After κ iterations: a̲ + d₀·κ + c·κ(κ−1)/2, modulo 2^w.
+/// κ(κ−1) is even, so halving it computed modulo 2^(w+1) gives the exact value modulo 2^w
+/// (widths below 64 only: the product needs w + 1 bits).
+fn polynomial(pool: &mut ExprPool, sym: ExprId, val: ExprId, counters: &[ExprId], i: usize, w: u32, current: &Substitution) -> Option<ExprId> {
+    if w >= 64 {
+        return None;
+    }
+    let d = increment(pool, sym, val)?;
+    if mentions(pool, d, &[sym]) {
+        return None;
+    }
+    // d at the start of iteration t: the iterated state with κ_i ↦ t is `current` itself read
+    // as a function of κ_i (the value after κ_i iterations is the one the next iteration starts
+    // with).
+    let d = under(pool, current, d)?;
+    let others: Vec<ExprId> = counters.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, &c)| c).collect();
+    if mentions(pool, d, &others) || !mentions(pool, d, &[counters[i]]) {
+        return None;
+    }
+    let (d0, c) = linear(pool, d, counters[i], counters)?;
+    let k = counters[i];
+    let kw = pool.resize(k, w);
+    let x = pool.resize(k, w + 1);
+    let one = pool.bv(w + 1, 1);
+    let y = pool.bin(BvOp::Sub, x, one);
+    let prod = pool.bin(BvOp::Mul, x, y);
+    let half = pool.bin(BvOp::LShr, prod, one);
+    let tri = pool.resize(half, w);
+    let lin = pool.bin(BvOp::Mul, d0, kw);
+    let quad = pool.bin(BvOp::Mul, c, tri);
+    let s1 = pool.bin(BvOp::Add, sym, lin);
+    Some(pool.bin(BvOp::Add, s1, quad))
 }
 
 #[cfg(test)]

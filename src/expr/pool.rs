@@ -342,6 +342,16 @@ impl ExprPool {
             Expr::ZExt(x, _) | Expr::SExt(x, _) if hi < self.width(x) => return self.extract(hi, lo, x),
             Expr::ZExt(x, _) if lo >= self.width(x) => return self.bv(w, 0),
             Expr::Extract { lo: lo2, e, .. } => return self.extract(hi + lo2, lo + lo2, e),
+            // The low bits of a ring operation are the operation on the low bits, and the low
+            // bits of an extension wider than them are a narrower extension: C's integer
+            // promotions (`unsigned char s; s += i` is trunc8(zext32(s) + zext32(i))) come out
+            // as the narrow operation, which the loop rules recognise.
+            Expr::Bin(op @ (BvOp::Add | BvOp::Sub | BvOp::Mul | BvOp::And | BvOp::Or | BvOp::Xor), x, y) if lo == 0 => {
+                let (x, y) = (self.extract(hi, 0, x), self.extract(hi, 0, y));
+                return self.bin(op, x, y);
+            }
+            Expr::ZExt(x, _) if lo == 0 && w > self.width(x) => return self.zext(x, w),
+            Expr::SExt(x, _) if lo == 0 && w > self.width(x) => return self.sext(x, w),
             _ => {}
         }
         self.intern(Expr::Extract { hi, lo, e: a }, Sort::Bv(w))

@@ -70,15 +70,32 @@ pub fn forall_below(pool: &mut ExprPool, tau: ExprId, kappa: ExprId, test: ExprI
     } else {
         return None;
     };
-    let (b, up) = unit_step(pool, e, tau)?;
-    let w = pool.width(e);
+    let signed = matches!(p, Slt | Sle | Sgt | Sge);
+    // The sequence may be compared after an extension (C's promotions: `unsigned char i`,
+    // `i >= 10` compares zext32(i)). A zero extension keeps consecutive values consecutive
+    // under either order; a sign extension only under the signed one (unsigned, it jumps from
+    // 127 to 2^w − 128).
+    let (inner, ext) = match pool.get(e).clone() {
+        Expr::ZExt(x, _) => (x, Some(false)),
+        Expr::SExt(x, _) if signed => (x, Some(true)),
+        Expr::SExt(..) => return None,
+        _ => (e, None),
+    };
+    let (b, up) = unit_step(pool, inner, tau)?;
+    let (w, wi) = (pool.width(e), pool.width(inner));
     if w > 64 || pool.width(kappa) != 64 {
         return None;
     }
-    let signed = matches!(p, Slt | Sle | Sgt | Sge);
-    let all = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
-    let (min, max) = if signed { (1u64 << (w - 1), all >> 1) } else { (0, all) };
-    let (min, max) = (pool.bv(w, min), pool.bv(w, max));
+    let all = if wi == 64 { u64::MAX } else { (1u64 << wi) - 1 };
+    let inner_signed = ext.unwrap_or(signed);
+    let (min, max) = if inner_signed { (1u64 << (wi - 1), all >> 1) } else { (0, all) };
+    let (min, max) = (pool.bv(wi, min), pool.bv(wi, max));
+    let extend = |pool: &mut ExprPool, x: ExprId| match ext {
+        Some(true) => pool.sext(x, w),
+        Some(false) => pool.zext(x, w),
+        None => x,
+    };
+    let (min, max, b) = (extend(pool, min), extend(pool, max), extend(pool, b));
     let below = matches!(p, Slt | Sle | Ult | Ule);
     let strict = matches!(p, Slt | Sgt | Ult | Ugt);
     let one = pool.bv(w, 1);
@@ -159,6 +176,56 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The same with the sequence compared after an extension to 6 bits (C's promotions):
+    /// zero extension under every predicate, sign extension under the signed ones.
+    #[test]
+    fn the_rewrite_is_an_equivalence_through_extensions() {
+        use IntPredicate::*;
+        let mut pool = ExprPool::new();
+        let tau = pool.symbol("τ1", Sort::Bv(64), SymbolKind::Tau(1));
+        let kappa = pool.symbol("κ1", Sort::Bv(64), SymbolKind::Kappa(1));
+        let bs = pool.symbol("b", Sort::Bv(4), SymbolKind::Input);
+        let cs = pool.symbol("c", Sort::Bv(6), SymbolKind::Input);
+        let t4 = pool.trunc(tau, 4);
+        for (signed_ext, preds) in [(false, vec![Slt, Sle, Sgt, Sge, Ult, Ule, Ugt, Uge]), (true, vec![Slt, Sle, Sgt, Sge])] {
+            for up in [true, false] {
+                let inner = pool.bin(if up { BvOp::Add } else { BvOp::Sub }, bs, t4);
+                let e = if signed_ext { pool.sext(inner, 6) } else { pool.zext(inner, 6) };
+                for &p in &preds {
+                    let test = pool.cmp(p, e, cs);
+                    let qf = forall_below(&mut pool, tau, kappa, test).expect("the shape is recognised");
+                    for b in 0..16u64 {
+                        for c in 0..64u64 {
+                            for k in 0..20u64 {
+                                let mut s = crate::expr::Substitution::new();
+                                let (bv, cv, kv) = (pool.bv(4, b), pool.bv(6, c), pool.bv(64, k));
+                                s.insert(bs, bv);
+                                s.insert(cs, cv);
+                                s.insert(kappa, kv);
+                                let got = s.apply(&mut pool, qf);
+                                let got = pool.as_bool(got).expect("constant");
+                                let mut want = true;
+                                for t in 0..k {
+                                    let mut s2 = s.clone();
+                                    let tv = pool.bv(64, t);
+                                    s2.insert(tau, tv);
+                                    let v = s2.apply(&mut pool, test);
+                                    want &= pool.as_bool(v).expect("constant");
+                                }
+                                assert_eq!(got, want, "{p:?} sext={signed_ext} up={up} b={b} c={c} κ={k}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Sign extension under an unsigned order skips values: not rewritten.
+        let inner = pool.bin(BvOp::Add, bs, t4);
+        let e = pool.sext(inner, 6);
+        let test = pool.cmp(Ult, e, cs);
+        assert!(forall_below(&mut pool, tau, kappa, test).is_none());
     }
 
     #[test]

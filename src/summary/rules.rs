@@ -253,7 +253,7 @@ mod tests {
         let r = iterate(&mut p, &[a, b, i], &thetas, &ks);
         let pr = crate::expr::Printer::new(&p);
         assert_eq!(pr.print(r[0].unwrap()), "ite(κ1 ≠ 0, 7, a\u{332})");
-        assert_eq!(pr.print(r[1].unwrap()), "ite(κ1 ≠ 0, i\u{332} + trunc32(κ1 + -1), b\u{332})");
+        assert_eq!(pr.print(r[1].unwrap()), "ite(κ1 ≠ 0, i\u{332} + (trunc32(κ1) + -1), b\u{332})");
     }
 
     #[test]

@@ -25,7 +25,8 @@ struct Cli {
     /// Function whose parameters are the inputs (e.g. main)
     #[arg(long, value_name = "NAME")]
     function: String,
-    /// Target: the basic block with this IR label (needs clang -fno-discard-value-names)
+    /// Target: the basic block with this IR label (needs clang -fno-discard-value-names); FUNC:LABEL
+    /// names a block of a called function (needed when several callees use the label)
     #[arg(long, value_name = "LABEL")]
     block: Option<String>,
     /// Target: the first block with code on this source line (needs clang -g)

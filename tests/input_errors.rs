@@ -64,6 +64,27 @@ fn unknown_block_lists_the_labels() {
     assert!(stderr.contains("for.cond") && stderr.contains("for.body"), "{stderr}");
 }
 
+/// A label that several called functions use is ambiguous (the soundness campaign met csmith's
+/// `safe_*` helpers and `func_3` all with `lor.lhs.false`): an error that names them, and
+/// `FUNC:LABEL` picks one.
+#[test]
+fn a_label_of_several_callees_must_be_qualified() {
+    let src = "extern void reach_error(void);\n\
+               static int g(int a) { if (a > 3) return 1; return 0; }\n\
+               static int h(int a) { if (a < -3) return 1; return 0; }\n\
+               int top(int a) { return g(a) + h(a); }\n";
+    let p = c_program("two", src);
+    let out = run_on(&p.path, &["--function", "top", "--block", "if.then"]);
+    assert_bad_input(&out, "name one as FUNC:if.then");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains('g') && stderr.contains('h'), "{stderr}");
+    let r = json_report(&p.path, &["--function", "top", "--block", "h:if.then", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert!((r["witness"]["inputs"][0]["value"].as_u64().unwrap() as u32 as i32) < -3, "{r:#}");
+    let out = run_on(&p.path, &["--function", "g", "--block", "h:if.then"]);
+    assert_bad_input(&out, "never calls 'h'");
+}
+
 #[test]
 fn line_without_code() {
     let p = c_program("foo", FOO);

@@ -115,18 +115,50 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
         at,
     };
     match spec {
-        TargetSpec::Block(label) => {
-            // The analysed function first; a callee's block only when the function has none.
-            for &func in &scope {
-                let hits: Vec<_> = llvm::blocks(func)
-                    .into_iter()
-                    .filter(|&b| llvm::block_name(b) == *label)
-                    .map(|b| mk(func, b, None))
-                    .collect();
-                if !hits.is_empty() {
-                    return Ok(hits);
+        TargetSpec::Block(spec_label) => {
+            // `FUNC:LABEL` names the function (a callee) whose block is meant.
+            let (only, label) = match spec_label.split_once(':') {
+                Some((func, l)) if find_function(m, func).is_some() => (Some(func), l.to_string()),
+                _ => (None, spec_label.clone()),
+            };
+            let label = &label;
+            if let Some(name) = only {
+                if !scope.iter().any(|&g| llvm::value_name(g) == name) {
+                    return Err(Error::bad_input(format!("--block {spec_label}: '{function}' never calls '{name}'")));
                 }
             }
+            let hits_in = |func: llvm::Value| -> Vec<ResolvedTarget> {
+                llvm::blocks(func).into_iter().filter(|&b| llvm::block_name(b) == *label).map(|b| mk(func, b, None)).collect()
+            };
+            // The analysed function first; a callee's block only when the function has none,
+            // and only when one callee has it (labels like `if.then` repeat across functions).
+            let mut found: Vec<(String, Vec<ResolvedTarget>)> = vec![];
+            for &func in &scope {
+                let name = llvm::value_name(func);
+                if only.is_some_and(|o| o != name) {
+                    continue;
+                }
+                let hits = hits_in(func);
+                if hits.is_empty() {
+                    continue;
+                }
+                if func == f && only.is_none() {
+                    return Ok(hits);
+                }
+                found.push((name, hits));
+            }
+            match found.len() {
+                0 => {}
+                1 => return Ok(found.pop().expect("one").1),
+                _ => {
+                    let names: Vec<String> = found.iter().map(|(n, _)| n.clone()).collect();
+                    return Err(Error::bad_input(format!(
+                        "--block {label}: several functions called by '{function}' have a block labelled '{label}' ({}); name one as FUNC:{label}",
+                        list_names(&names)
+                    )));
+                }
+            }
+            let label = spec_label;
             let labels: Vec<String> = llvm::blocks(f).into_iter().map(llvm::block_name).collect();
             let hint = if labels.iter().all(|l| l.is_empty()) {
                 " (its blocks have no names: compile with -fno-discard-value-names)".to_string()

@@ -132,47 +132,65 @@ mod tests {
     use super::*;
     use crate::expr::{Sort, SymbolKind};
 
-    /// Brute force over every 4-bit b, c and every κ < 20 (more than the 16 values, so wraps
-    /// occur): the rewrite agrees with the quantified definition for every predicate and both
-    /// directions, with τ truncated to 4 bits exactly as the summaries do.
+    /// The symbols of a brute-force check: τ, κ, a 4-bit start b and a bound c of `c_width` bits.
+    struct Syms {
+        tau: ExprId,
+        kappa: ExprId,
+        b: ExprId,
+        c: ExprId,
+        c_width: u32,
+    }
+
+    fn syms(pool: &mut ExprPool, c_width: u32) -> Syms {
+        Syms {
+            tau: pool.symbol("τ1", Sort::Bv(64), SymbolKind::Tau(1)),
+            kappa: pool.symbol("κ1", Sort::Bv(64), SymbolKind::Kappa(1)),
+            b: pool.symbol("b", Sort::Bv(4), SymbolKind::Input),
+            c: pool.symbol("c", Sort::Bv(c_width), SymbolKind::Input),
+            c_width,
+        }
+    }
+
+    /// The rewrite of ∀τ < κ. `test` agrees with the definition for every b, c and κ < 20 (more
+    /// than the 16 values of b, so wraps occur), τ truncated to 4 bits as the summaries do.
+    fn agrees_everywhere(pool: &mut ExprPool, s: &Syms, test: ExprId, what: &str) {
+        let qf = forall_below(pool, s.tau, s.kappa, test).expect("the shape is recognised");
+        for b in 0..16u64 {
+            for c in 0..(1u64 << s.c_width) {
+                for k in 0..20u64 {
+                    let mut at = crate::expr::Substitution::new();
+                    let (bv, cv, kv) = (pool.bv(4, b), pool.bv(s.c_width, c), pool.bv(64, k));
+                    at.insert(s.b, bv);
+                    at.insert(s.c, cv);
+                    at.insert(s.kappa, kv);
+                    let got = at.apply(pool, qf);
+                    let got = pool.as_bool(got).expect("constant");
+                    let mut want = true;
+                    for t in 0..k {
+                        let mut at_t = at.clone();
+                        let tv = pool.bv(64, t);
+                        at_t.insert(s.tau, tv);
+                        let v = at_t.apply(pool, test);
+                        want &= pool.as_bool(v).expect("constant");
+                    }
+                    assert_eq!(got, want, "{what} b={b} c={c} κ={k}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_rewrite_is_an_equivalence_on_small_bit_vectors() {
         use IntPredicate::*;
-        let preds = [Slt, Sle, Sgt, Sge, Ult, Ule, Ugt, Uge];
         let mut pool = ExprPool::new();
-        let tau = pool.symbol("τ1", Sort::Bv(64), SymbolKind::Tau(1));
-        let kappa = pool.symbol("κ1", Sort::Bv(64), SymbolKind::Kappa(1));
-        let bs = pool.symbol("b", Sort::Bv(4), SymbolKind::Input);
-        let cs = pool.symbol("c", Sort::Bv(4), SymbolKind::Input);
-        let t4 = pool.trunc(tau, 4);
+        let s = syms(&mut pool, 4);
+        let t4 = pool.trunc(s.tau, 4);
         for up in [true, false] {
-            let e = pool.bin(if up { BvOp::Add } else { BvOp::Sub }, bs, t4);
-            for p in preds {
+            let e = pool.bin(if up { BvOp::Add } else { BvOp::Sub }, s.b, t4);
+            for p in [Slt, Sle, Sgt, Sge, Ult, Ule, Ugt, Uge] {
                 for flipped in [false, true] {
-                    let test = if flipped { pool.cmp(swap(p).unwrap(), cs, e) } else { pool.cmp(p, e, cs) };
-                    let qf = forall_below(&mut pool, tau, kappa, test).expect("the shape is recognised");
-                    for b in 0..16u64 {
-                        for c in 0..16u64 {
-                            for k in 0..20u64 {
-                                let mut s = crate::expr::Substitution::new();
-                                let (bv, cv, kv) = (pool.bv(4, b), pool.bv(4, c), pool.bv(64, k));
-                                s.insert(bs, bv);
-                                s.insert(cs, cv);
-                                s.insert(kappa, kv);
-                                let got = s.apply(&mut pool, qf);
-                                let got = pool.as_bool(got).expect("constant");
-                                let mut want = true;
-                                for t in 0..k {
-                                    let mut s2 = s.clone();
-                                    let tv = pool.bv(64, t);
-                                    s2.insert(tau, tv);
-                                    let v = s2.apply(&mut pool, test);
-                                    want &= pool.as_bool(v).expect("constant");
-                                }
-                                assert_eq!(got, want, "{p:?} up={up} flipped={flipped} b={b} c={c} κ={k}");
-                            }
-                        }
-                    }
+                    let test = if flipped { pool.cmp(swap(p).unwrap(), s.c, e) } else { pool.cmp(p, e, s.c) };
+                    agrees_everywhere(&mut pool, &s, test, &format!("{p:?} up={up} flipped={flipped}"));
                 }
             }
         }
@@ -184,48 +202,23 @@ mod tests {
     fn the_rewrite_is_an_equivalence_through_extensions() {
         use IntPredicate::*;
         let mut pool = ExprPool::new();
-        let tau = pool.symbol("τ1", Sort::Bv(64), SymbolKind::Tau(1));
-        let kappa = pool.symbol("κ1", Sort::Bv(64), SymbolKind::Kappa(1));
-        let bs = pool.symbol("b", Sort::Bv(4), SymbolKind::Input);
-        let cs = pool.symbol("c", Sort::Bv(6), SymbolKind::Input);
-        let t4 = pool.trunc(tau, 4);
+        let s = syms(&mut pool, 6);
+        let t4 = pool.trunc(s.tau, 4);
         for (signed_ext, preds) in [(false, vec![Slt, Sle, Sgt, Sge, Ult, Ule, Ugt, Uge]), (true, vec![Slt, Sle, Sgt, Sge])] {
             for up in [true, false] {
-                let inner = pool.bin(if up { BvOp::Add } else { BvOp::Sub }, bs, t4);
+                let inner = pool.bin(if up { BvOp::Add } else { BvOp::Sub }, s.b, t4);
                 let e = if signed_ext { pool.sext(inner, 6) } else { pool.zext(inner, 6) };
                 for &p in &preds {
-                    let test = pool.cmp(p, e, cs);
-                    let qf = forall_below(&mut pool, tau, kappa, test).expect("the shape is recognised");
-                    for b in 0..16u64 {
-                        for c in 0..64u64 {
-                            for k in 0..20u64 {
-                                let mut s = crate::expr::Substitution::new();
-                                let (bv, cv, kv) = (pool.bv(4, b), pool.bv(6, c), pool.bv(64, k));
-                                s.insert(bs, bv);
-                                s.insert(cs, cv);
-                                s.insert(kappa, kv);
-                                let got = s.apply(&mut pool, qf);
-                                let got = pool.as_bool(got).expect("constant");
-                                let mut want = true;
-                                for t in 0..k {
-                                    let mut s2 = s.clone();
-                                    let tv = pool.bv(64, t);
-                                    s2.insert(tau, tv);
-                                    let v = s2.apply(&mut pool, test);
-                                    want &= pool.as_bool(v).expect("constant");
-                                }
-                                assert_eq!(got, want, "{p:?} sext={signed_ext} up={up} b={b} c={c} κ={k}");
-                            }
-                        }
-                    }
+                    let test = pool.cmp(p, e, s.c);
+                    agrees_everywhere(&mut pool, &s, test, &format!("{p:?} sext={signed_ext} up={up}"));
                 }
             }
         }
         // Sign extension under an unsigned order skips values: not rewritten.
-        let inner = pool.bin(BvOp::Add, bs, t4);
+        let inner = pool.bin(BvOp::Add, s.b, t4);
         let e = pool.sext(inner, 6);
-        let test = pool.cmp(Ult, e, cs);
-        assert!(forall_below(&mut pool, tau, kappa, test).is_none());
+        let test = pool.cmp(Ult, e, s.c);
+        assert!(forall_below(&mut pool, s.tau, s.kappa, test).is_none());
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! dropped without making the search inexact. Otherwise the shortest path to a target through
 //! those blocks is a better distance than the static one.
 
-use super::state::{Byte, DseState, ObjKind, Val};
+use super::state::{Byte, DseState, Val};
 use super::value::{IntV, MAX_WIDTH};
 use crate::ir::{BlockId, CastOp, Function, InstKind, Operand, Terminator, ValueId};
 use std::collections::VecDeque;
@@ -173,23 +173,17 @@ impl Propagation<'_> {
                 }
                 _ => self.written_any = true,
             },
-            InstKind::Call { callee, args } => {
+            InstKind::Call { callee, .. } => {
                 let harmless = matches!(callee, crate::ir::Callee::Direct(n)
                     if n.starts_with("__VERIFIER_nondet_") || n == crate::load::TARGET_MARKER || n == "__VERIFIER_assume" || n == "llvm.assume");
                 if !harmless {
-                    // An unknown function may write whatever its pointer arguments reach, and
-                    // every global.
-                    let ptr_arg = args.iter().any(|a| !matches!(self.value(a), Lat::C(..)));
-                    if ptr_arg {
-                        self.written_any = true;
-                    }
-                    for (k, ob) in self.st.objects.iter().enumerate() {
-                        if ob.kind == ObjKind::Global {
-                            self.written[k] = true;
-                        }
-                    }
+                    // Any other function may write any object: through its pointer arguments,
+                    // globals, or a local whose address escaped earlier (`g = &x; ext();`).
+                    self.written_any = true;
                 }
             }
+            // An instruction the IR does not model (atomics, ...) may write through a pointer.
+            InstKind::Unknown { .. } => self.written_any = true,
             _ => {}
         }
         before != (self.written_any, self.written.iter().filter(|w| **w).count())

@@ -197,3 +197,23 @@ fn constants_of_a_state_rule_the_target_out_exactly() {
     let (end, _, _) = search(&p, false, 10);
     assert_reached(&p, &end);
 }
+
+/// An external function may write a local whose address escaped into a global before the call:
+/// the constant propagation must not read the local's old value past the call (it did, and the
+/// search claimed a proof).
+#[test]
+fn a_call_may_write_an_escaped_local() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = c_file(
+        &dir,
+        "escape.c",
+        "extern int __VERIFIER_nondet_int(void);\nextern void reach_error(void);\nextern void ext(void);\n\
+         int *gp;\n\
+         int main(void) { int x = 0; int y = 0; gp = &x;\n\
+         if (__VERIFIER_nondet_int()) y = 1;\n\
+         ext();\n\
+         if (x == 5 && y >= 0) reach_error();\n return 0; }\n",
+    );
+    let (end, _, _) = search(&p, false, 5);
+    assert!(!matches!(end, DseEnd::Exhausted), "ext() may set x: no proof, got {}", end_name(&end));
+}

@@ -6,7 +6,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 APT_PACKAGES := clang-19 llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libz3-dev libclang-rt-19-dev csmith libcsmith-dev
 BIN := target/release/apc-llvm
 
-.PHONY: all deps build test run bench soundness clean
+.PHONY: all deps build test run bench soundness asan clean
 
 all: build
 
@@ -38,6 +38,11 @@ bench: build
 # Soundness campaign: random programs (own generator and csmith) against native ground truth.
 soundness: build
 	scripts/soundness --seconds 1800 --timeout 3 --gen-share 0.6 --gen-targets 1 --csmith-targets 1 --csmith-missed 1 --engines apc,dse
+
+# AddressSanitizer build for the memory-safety checks of issue 8 (prints its path):
+# scripts/memcheck --mode asan, scripts/memcheck --suite, APC_LLVM_TEST_BIN (README, "Testing").
+asan: deps
+	scripts/asan-build
 
 clean:
 	cargo clean

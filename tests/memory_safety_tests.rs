@@ -48,12 +48,14 @@ int g(const char *s) {
 }
 ";
 
+/// Runs the binary under test (`common::apc_llvm_argv`: `APC_LLVM_TEST_BIN`, the wrapper) after
+/// `prefix`, with `env` added.
 fn run_checked(env: &[(&str, &str)], prefix: &[&str], path: &Path, args: &[&str]) -> Output {
-    let bin = env!("CARGO_BIN_EXE_apc-llvm");
-    let mut cmd = if prefix.is_empty() { Command::new(bin) } else { Command::new(prefix[0]) };
-    if !prefix.is_empty() {
-        cmd.args(&prefix[1..]).arg(bin);
-    }
+    let mut argv: Vec<std::ffi::OsString> = prefix.iter().map(Into::into).collect();
+    argv.extend(apc_llvm_argv());
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    sanitizer_env(&mut cmd);
     cmd.arg(path).args(args).arg("--json");
     for (k, v) in env {
         cmd.env(k, v);
@@ -64,7 +66,7 @@ fn run_checked(env: &[(&str, &str)], prefix: &[&str], path: &Path, args: &[&str]
 /// A run that exited normally with one JSON report and no heap complaint from glibc.
 fn assert_clean(out: &Output, what: &str) -> serde_json::Value {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    for bad in ["corrupted", "double free", "free(): ", "malloc(): ", "invalid pointer", "Segmentation", "Aborted"] {
+    for bad in ["corrupted", "double free", "free(): ", "malloc(): ", "invalid pointer", "Segmentation", "Aborted", "AddressSanitizer"] {
         assert!(!stderr.contains(bad), "{what}: heap error ({bad}): {stderr}");
     }
     assert!(
@@ -83,10 +85,10 @@ fn interrupted_solvers_do_not_outlive_the_process() {
     // MALLOC_CHECK_=3 (with glibc's debugging allocator preloaded, as glibc >= 2.34 needs):
     // glibc checks every free and aborts on corruption; MALLOC_PERTURB_ fills freed memory, so a
     // use after free reads garbage instead of the old value.
-    let env = HEAP_CHECKS;
+    let env = heap_checks();
     for run in 0..4 {
         let start = Instant::now();
-        let out = run_checked(&env, &[], &p.path, &["--function", "f", "--call", "reach", "--timeout", "3"]);
+        let out = run_checked(env, &[], &p.path, &["--function", "f", "--call", "reach", "--timeout", "3"]);
         let r = assert_clean(&out, &format!("run {run}"));
         // Usually unknown (the factoring does not finish); a lucky solver may find the factors
         // and replay them. Either way the run must end cleanly and in time.
@@ -99,14 +101,24 @@ fn interrupted_solvers_do_not_outlive_the_process() {
 #[test]
 fn library_models_link_cleanly_under_heap_checks() {
     let p = c_program("model", WITH_LIBRARY_MODEL);
-    let env = HEAP_CHECKS;
-    let out = run_checked(&env, &[], &p.path, &["--function", "g", "--call", "reach", "--timeout", "30"]);
+    let env = heap_checks();
+    let out = run_checked(env, &[], &p.path, &["--function", "g", "--call", "reach", "--timeout", "30"]);
     let r = assert_clean(&out, "strlen model");
     assert_ne!(r["verdict"], "unreachable", "{r:#}");
 }
 
 const HEAP_CHECKS: [(&str, &str); 3] =
     [("LD_PRELOAD", "/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"), ("MALLOC_CHECK_", "3"), ("MALLOC_PERTURB_", "165")];
+
+/// glibc's heap checks, unless the binary under test brings its own allocator (an ASan build,
+/// valgrind as the wrapper): the preloaded debugging allocator would conflict with it.
+fn heap_checks() -> &'static [(&'static str, &'static str)] {
+    if instrumented() {
+        &[]
+    } else {
+        &HEAP_CHECKS
+    }
+}
 
 fn have_valgrind() -> bool {
     Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success())
@@ -120,6 +132,11 @@ fn have_valgrind() -> bool {
 fn valgrind_finds_no_memory_error() {
     if !have_valgrind() {
         eprintln!("valgrind not installed: skipped");
+        return;
+    }
+    if instrumented() {
+        // Valgrind cannot run an ASan build, nor run under another wrapper.
+        eprintln!("APC_LLVM_TEST_BIN or APC_LLVM_TEST_WRAPPER set: skipped");
         return;
     }
     let vg = ["valgrind", "--error-exitcode=99", "--track-origins=no", "--fair-sched=yes", "-q"];

@@ -56,14 +56,16 @@ fn analyse_as_nobody(name: &str, src: &str, args: &[&str]) -> Option<serde_json:
         return None;
     }
     let (dir, c) = nobody_program(name, src);
-    let out = as_nobody(dir.path())
-        .arg(env!("CARGO_BIN_EXE_apc-llvm"))
+    let out = sanitizer_env(&mut as_nobody(dir.path()))
+        .args(apc_llvm_argv())
         .arg(&c)
         .args(args)
         .arg("--json")
         .output()
         .unwrap();
     let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("as nobody: {}", String::from_utf8_lossy(&out.stderr)));
+    // Also after the report (e.g. an AddressSanitizer report at exit, APC_LLVM_TEST_BIN).
+    assert!(out.status.success(), "as nobody: {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
     // Nothing left behind in its temporary directory but the program itself.
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).filter(|n| n.to_string_lossy() != format!("{name}.c")).collect();
     assert!(left.is_empty(), "as nobody, left behind: {left:?}");
@@ -137,10 +139,11 @@ fn an_inherited_descriptor_does_not_lead_out() {
     let p = c_program("fdesc", &src);
     // The tool starts with a directory open on fd 9, not close-on-exec (as a careless caller
     // might leave it).
-    let out = std::process::Command::new("sh")
+    let out = sanitizer_env(&mut std::process::Command::new("sh"))
         .arg("-c")
-        .arg(format!("exec 9</tmp; exec \"$0\" \"$1\" --function f --call reach_error --json --timeout 20"))
-        .arg(env!("CARGO_BIN_EXE_apc-llvm"))
+        .arg("exec 9</tmp; exec \"$@\" --function f --call reach_error --json --timeout 20")
+        .arg("sh")
+        .args(apc_llvm_argv())
         .arg(&p.path)
         .output()
         .unwrap();
@@ -154,13 +157,14 @@ fn an_inherited_descriptor_does_not_lead_out() {
     // The same as nobody (the unprivileged mode), where /tmp is writable to the run's user.
     if can_run_as_nobody() {
         let (dir, c) = nobody_program("fdesc", &src);
-        let out = as_nobody(dir.path())
-            .args(["sh", "-c", "exec 9</tmp; exec \"$0\" \"$1\" --function f --call reach_error --json --timeout 20"])
-            .arg(env!("CARGO_BIN_EXE_apc-llvm"))
+        let out = sanitizer_env(&mut as_nobody(dir.path()))
+            .args(["sh", "-c", "exec 9</tmp; exec \"$@\" --function f --call reach_error --json --timeout 20", "sh"])
+            .args(apc_llvm_argv())
             .arg(&c)
             .output()
             .unwrap();
         let u: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+        assert!(out.status.success(), "as nobody: {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
         assert_eq!(u["verdict"], "reachable", "{u:#}");
         let existed = escaped.exists();
         let _ = std::fs::remove_file(&escaped);
@@ -237,7 +241,7 @@ fn interrupted_runs_leave_nothing_behind() {
         );
         let p = c_program(name, &src);
         let tmp = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_apc-llvm"))
+        let child = apc_llvm_command()
             .arg(&p.path)
             .args(["--function", "f", "--call", "reach_error", "--timeout", "60"])
             .env("TMPDIR", tmp.path())
@@ -259,9 +263,15 @@ fn interrupted_runs_leave_nothing_behind() {
         assert!(running(&comm), "the replay never started");
         unsafe { libc::kill(child.id() as i32, sig) };
         let sent = Instant::now();
-        let status = child.wait().unwrap();
+        let out = child.wait_with_output().unwrap();
+        let status = out.status;
         assert!(sent.elapsed() < Duration::from_secs(3), "the tool took {:?} to stop", sent.elapsed());
-        assert_eq!(std::os::unix::process::ExitStatusExt::into_raw(status) >> 8, 128 + sig, "{status:?}");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::into_raw(status) >> 8,
+            128 + sig,
+            "{status:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // The namespaces are torn down by the kernel; give it a moment on a loaded machine.
         let gone = Instant::now();
         while running(&comm) && gone.elapsed() < Duration::from_secs(3) {

@@ -22,13 +22,63 @@ pub fn c_program(name: &str, source: &str) -> CProgram {
 /// glibc's checking allocator (glibc >= 2.34 needs it preloaded for `MALLOC_CHECK_`).
 const MALLOC_DEBUG: &str = "/lib/x86_64-linux-gnu/libc_malloc_debug.so.0";
 
-/// Runs the real binary. Every integration test runs it under glibc's heap checks: a corrupted
-/// heap (issue 8: Z3 used after its owner was gone) aborts the run and fails the test, at a cost
-/// of a few percent.
+/// The binary under test: `APC_LLVM_TEST_BIN` when set (e.g. the AddressSanitizer build of
+/// `make asan`, see README "Memory checks"), cargo's `apc-llvm` otherwise.
+pub fn apc_llvm_bin() -> PathBuf {
+    match std::env::var_os("APC_LLVM_TEST_BIN") {
+        Some(b) if !b.is_empty() => PathBuf::from(b),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_apc-llvm")),
+    }
+}
+
+/// `APC_LLVM_TEST_WRAPPER` split on whitespace (e.g. `valgrind --error-exitcode=99 -q`): the
+/// command every run of the binary under test goes through. Empty when unset.
+pub fn apc_llvm_wrapper() -> Vec<String> {
+    std::env::var("APC_LLVM_TEST_WRAPPER").unwrap_or_default().split_whitespace().map(String::from).collect()
+}
+
+/// Whether the binary under test is not cargo's, run directly: a sanitizer build or a wrapper
+/// (valgrind) brings its own allocator, which glibc's preloaded debugging allocator would fight.
+pub fn instrumented() -> bool {
+    std::env::var_os("APC_LLVM_TEST_BIN").is_some_and(|b| !b.is_empty()) || !apc_llvm_wrapper().is_empty()
+}
+
+/// The command line that starts the binary under test: the wrapper's words, then the binary.
+/// For tests that hand the binary to another program (`setpriv`, `sh -c`).
+pub fn apc_llvm_argv() -> Vec<std::ffi::OsString> {
+    let mut argv: Vec<std::ffi::OsString> = apc_llvm_wrapper().into_iter().map(Into::into).collect();
+    argv.push(apc_llvm_bin().into());
+    argv
+}
+
+/// With `APC_LLVM_TEST_BIN` and no `ASAN_OPTIONS` in the environment: `ASAN_OPTIONS` for an
+/// AddressSanitizer build, leak detection off (Z3 and LLVM keep global caches; leaks are not what
+/// this looks for) and exit status 86 on a report (1 is the tool's internal error). For any
+/// command that starts the binary under test, also through `setpriv` or `sh`.
+pub fn sanitizer_env(cmd: &mut Command) -> &mut Command {
+    if std::env::var_os("APC_LLVM_TEST_BIN").is_some() && std::env::var_os("ASAN_OPTIONS").is_none() {
+        cmd.env("ASAN_OPTIONS", "detect_leaks=0:exitcode=86");
+    }
+    cmd
+}
+
+/// A `Command` for the binary under test (through the wrapper, if any), with `sanitizer_env`.
+pub fn apc_llvm_command() -> Command {
+    let argv = apc_llvm_argv();
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    sanitizer_env(&mut cmd);
+    cmd
+}
+
+/// Runs the binary under test. With cargo's binary run directly, every integration test runs it
+/// under glibc's heap checks: a corrupted heap (issue 8: Z3 used after its owner was gone) aborts
+/// the run and fails the test, at a cost of a few percent. An instrumented binary or a wrapper
+/// checks the heap itself (an error is a non-zero exit with the report on stderr).
 pub fn apc_llvm(args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_apc-llvm"));
+    let mut cmd = apc_llvm_command();
     cmd.args(args);
-    if Path::new(MALLOC_DEBUG).exists() && std::env::var_os("APC_NO_MALLOC_CHECK").is_none() {
+    if !instrumented() && Path::new(MALLOC_DEBUG).exists() && std::env::var_os("APC_NO_MALLOC_CHECK").is_none() {
         cmd.env("LD_PRELOAD", MALLOC_DEBUG).env("MALLOC_CHECK_", "3").env("MALLOC_PERTURB_", "165");
     }
     cmd.output().expect("run apc-llvm")

@@ -6,7 +6,9 @@
 //! changes. With d the exact number of steps the test survives (computed in w bits, exact
 //! because the operands are ordered), the part is
 //!
-//!     κ = 0  ∨  (test holds for every value of e)  ∨  (b ⋈ c  ∧  κ − 1 ≤ᵤ d),
+//! ```text
+//! κ = 0  ∨  (test holds for every value of e)  ∨  (b ⋈ c  ∧  κ − 1 ≤ᵤ d)
+//! ```
 //!
 //! an equivalence on bit-vectors with wrap-around, so the APC stays exactly as strong, and Z3
 //! gets no quantifier (it often answered `unknown` on the ∀ with truncations).

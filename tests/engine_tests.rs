@@ -74,7 +74,8 @@ fn fuzzing_never_proves() {
     // The APC proves it (x * x is never 2^32 - 1 modulo 2^32: squares are 0 or 1 modulo 4).
     let r = analyse("fuzzunreach2", src, &["--function", "f", "--call", "reach_error", "--timeout", "30"]);
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
-    assert_eq!(r["engine"], "apc");
+    // A proving engine decided (the DSE, exhausting this loop-free function, may come first).
+    assert!(r["engine"] == "apc" || r["engine"] == "dse", "{r:#}");
 }
 
 #[test]

@@ -15,8 +15,14 @@ fn a_run_that_never_ends_is_killed_within_the_timeout() {
     let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--timeout", "3"]);
     let took = start.elapsed();
     assert_eq!(r["verdict"], "unknown", "{r:#}");
-    assert_eq!(r["witness"]["reached"], false);
-    assert_eq!(r["witness"]["run"], "timeout");
+    if r["witness"].is_null() {
+        // On a loaded machine the sandbox's teardown can outlast the grace period: the backstop
+        // answers for the analysis, naming the stage.
+        assert!(r["reason"].as_str().unwrap().contains("time budget"), "{r:#}");
+    } else {
+        assert_eq!(r["witness"]["reached"], false);
+        assert_eq!(r["witness"]["run"], "timeout");
+    }
     assert!(took < Duration::from_secs(6), "took {took:?}");
     // No process of the run is left behind.
     let leftover = std::process::Command::new("pgrep").args(["-f", "^/prog$"]).output().unwrap();

@@ -14,7 +14,12 @@ static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 /// Runs a helper tool (`cmd`, output captured) so that an interruption kills it too. Its
 /// temporary files go to `tmp` (one of our registered directories), so none is left behind.
+/// It leads a process group of its own: the clang driver runs `cc1` and the linker as children,
+/// and killing the driver alone left them writing into `tmp` after it was removed (hundreds of
+/// empty `apc-fuzz-*` directories in `/tmp` after a campaign).
 pub fn output(cmd: &mut std::process::Command, tmp: &Path) -> std::io::Result<std::process::Output> {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
     cmd.env("TMPDIR", tmp).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     let child = cmd.spawn()?;
     let pid = child.id();
@@ -65,10 +70,26 @@ pub fn finish() {
     let mut dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner());
     FINISHED.store(true, std::sync::atomic::Ordering::SeqCst);
     for pid in CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        kill_group(pid);
     }
     for d in dirs.drain(..) {
-        let _ = std::fs::remove_dir_all(&d);
+        remove_dir(&d);
+    }
+}
+
+/// Kills helper `pid` and everything it started (its process group, see [`output`]).
+fn kill_group(pid: u32) {
+    unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
+}
+
+/// Removes `dir` recursively. A killed helper's last write can land between listing and
+/// `rmdir`: try again for up to 100 ms while the directory is still there.
+fn remove_dir(dir: &Path) {
+    for _ in 0..20 {
+        if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
@@ -95,10 +116,10 @@ pub fn install() {
             continue;
         }
         for pid in CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+            kill_group(*pid);
         }
         for d in DIRS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            let _ = std::fs::remove_dir_all(d);
+            remove_dir(d);
         }
         eprintln!("apc-llvm: interrupted (signal {sig}); temporary files removed");
         // No static destructors: solver threads may still be inside Z3.

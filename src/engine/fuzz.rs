@@ -22,12 +22,16 @@ pub struct FuzzEngine {
     /// The fuzzing executable, built on its own thread since load time.
     pub build: JoinHandle<crate::error::Result<Fuzzer>>,
     pub dictionary: Vec<Vec<u8>>,
+    /// Values of the constant-fill seeds: the comparison constants and their neighbours.
+    pub fills: Vec<u64>,
 }
 
 impl FuzzEngine {
     /// Starts building the fuzzing executable for `loaded`.
     pub fn start(loaded: &crate::load::Loaded, keep_temps: bool) -> FuzzEngine {
-        let dictionary = dictionary(&loaded.program);
+        let constants = comparison_constants(&loaded.program);
+        let dictionary = dictionary(&loaded.program, &constants);
+        let fills = fill_values(&constants);
         let loaded = loaded.clone();
         let build = std::thread::spawn(move || {
             // In the background of building the APC and of the symbolic engines' first
@@ -36,7 +40,7 @@ impl FuzzEngine {
             unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, FUZZ_BUILD_NICE) };
             Fuzzer::build(&loaded, keep_temps)
         });
-        FuzzEngine { build, dictionary }
+        FuzzEngine { build, dictionary, fills }
     }
 }
 
@@ -89,7 +93,7 @@ impl Engine for FuzzEngine {
             };
             seen_seeds = seeds.len();
             let limits = FuzzLimits::until(round_end.min(cx.deadline));
-            let (end, stats) = fuzzer.search(&seeds, &self.dictionary, &limits, cx.cancel, &replay);
+            let (end, stats) = fuzzer.search(&seeds, &self.dictionary, &self.fills, &limits, cx.cancel, &replay);
             rounds += 1;
             executions += stats.executions;
             seeds_used = seeds_used.max(stats.seeds_used);
@@ -116,9 +120,9 @@ impl Engine for FuzzEngine {
     }
 }
 
-/// Dictionary entries: the constants the program compares with (in the bytes the input format
-/// holds them) and its constant strings.
-pub fn dictionary(program: &Program) -> Vec<Vec<u8>> {
+/// The constants the program's integer comparisons and switches test against, with the width
+/// of the value compared.
+pub fn comparison_constants(program: &Program) -> Vec<CmpConstant> {
     let f = &program.function;
     let width_of = |o: &Operand| match o {
         Operand::Int { width, .. } => Some(*width),
@@ -145,7 +149,33 @@ pub fn dictionary(program: &Program) -> Vec<Vec<u8>> {
             constants.extend(cases.iter().map(|(v, _)| CmpConstant { value: *v, width: w }));
         }
     }
-    let mut entries = crate::fuzz::constant_entries(&constants);
+    constants
+}
+
+/// Most constant-fill seeds.
+const MAX_FILLS: usize = 64;
+
+/// Values of the constant-fill seeds: each comparison constant `c` and `c ± 1` (a strict
+/// comparison's first value inside), in the program's order, without repeats, at most
+/// [`MAX_FILLS`]. Zero is left out: libFuzzer starts from the empty input, which reads zeros.
+pub fn fill_values(constants: &[CmpConstant]) -> Vec<u64> {
+    let mut out: Vec<u64> = vec![];
+    for c in constants {
+        let w = c.width.clamp(1, 64);
+        for v in [c.value, c.value.wrapping_add(1), c.value.wrapping_sub(1)] {
+            let v = crate::expr::mask(w, v);
+            if v != 0 && !out.contains(&v) && out.len() < MAX_FILLS {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// Dictionary entries: the constants the program compares with (in the bytes the input format
+/// holds them) and its constant strings.
+pub fn dictionary(program: &Program, constants: &[CmpConstant]) -> Vec<Vec<u8>> {
+    let mut entries = crate::fuzz::constant_entries(constants);
     for g in program.globals.iter().filter(|g| g.is_constant) {
         let Some(init) = &g.init else { continue };
         let bytes: Option<Vec<u8>> = init.iter().copied().collect();
@@ -158,4 +188,18 @@ pub fn dictionary(program: &Program) -> Vec<Vec<u8>> {
     }
     entries.truncate(512);
     entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_values_are_the_constants_and_their_neighbours_in_width() {
+        let c = |value, width| CmpConstant { value, width };
+        let v = fill_values(&[c(20, 32), c(0, 8), c(21, 32), c(255, 8)]);
+        assert_eq!(v, vec![20, 21, 19, 1, 0xff, 22, 0xfe]);
+        let many: Vec<CmpConstant> = (1..200).map(|k| c(k * 10, 32)).collect();
+        assert_eq!(fill_values(&many).len(), MAX_FILLS);
+    }
 }

@@ -48,6 +48,9 @@ pub const DEFAULT_SEED: u64 = 1;
 /// quarter second: it ends inputs blocked outside the CPU (a `sleep`, a lock left held by a fault); such
 /// a hang costs this plus a restart.
 const INPUT_TIMEOUT_SECS: u64 = 5;
+/// Nondet results in a constant-fill seed (see [`InputLayout::fill_seed`]): a 24×24 matrix
+/// and its dimensions; a run that reads more reads zeros past the end.
+const FILL_CALLS: usize = 640;
 /// Rounds of tracing that settle the call sizes of a seed with mixed nondet types.
 const SEED_TRACE_ROUNDS: usize = 6;
 /// Inputs that hit the target under the fuzzer but not in replay before the engine gives up:
@@ -272,6 +275,7 @@ impl Fuzzer {
         &self,
         seeds: &[Witness],
         dictionary: &[Vec<u8>],
+        fills: &[u64],
         limits: &FuzzLimits,
         cancel: &AtomicBool,
         replay: &(dyn Fn(&Witness) -> bool + Sync),
@@ -280,7 +284,7 @@ impl Fuzzer {
         let start = Instant::now();
         let end = match Session::new(self, seeds) {
             Ok(mut s) => {
-                let end = s.search(seeds, dictionary, limits, cancel, replay, &mut stats).unwrap_or_else(|e| FuzzEnd::GaveUp(format!("fuzzing failed: {e}")));
+                let end = s.search(seeds, dictionary, fills, limits, cancel, replay, &mut stats).unwrap_or_else(|e| FuzzEnd::GaveUp(format!("fuzzing failed: {e}")));
                 stats.corpus_size = std::fs::read_dir(s.jail.join("corpus")).map(|d| d.count() as u64).unwrap_or(0);
                 if !self.keep_temps {
                     let _ = std::fs::remove_dir_all(&s.work);
@@ -388,6 +392,7 @@ impl Session {
         &mut self,
         seeds: &[Witness],
         dictionary: &[Vec<u8>],
+        fills: &[u64],
         limits: &FuzzLimits,
         cancel: &AtomicBool,
         replay: &(dyn Fn(&Witness) -> bool + Sync),
@@ -405,6 +410,14 @@ impl Session {
             }
         }
         stats.seeds_used = encoded.len() as u64;
+        // Constant-fill seeds (see `InputLayout::fill_seed`) after the models: cheap, and
+        // libFuzzer runs every corpus entry once before it mutates.
+        for v in fills {
+            let bytes = self.layout.fill_seed(*v, FILL_CALLS);
+            if encoded.insert(bytes.clone()) {
+                write(&self.jail.join(format!("corpus/fill-{:04}", encoded.len())), &bytes)?;
+            }
+        }
         let max_seed = encoded.iter().map(Vec::len).max().unwrap_or(0);
         let dict_text = dict::render(dictionary);
         if !dict_text.is_empty() {

@@ -32,6 +32,9 @@ pub struct Config {
     /// Bound on the resident memory of the analysis, in bytes (`--max-memory`; see
     /// [`crate::backstop`]).
     pub max_memory: u64,
+    /// Copies of each recursive function analysed before its calls are cut (`--recursion-depth`,
+    /// see [`crate::load::recursion`]).
+    pub recursion_depth: u32,
 }
 
 impl Config {
@@ -49,6 +52,7 @@ impl Config {
             max_models: 8,
             engines: EngineKind::ALL.to_vec(),
             max_memory: crate::backstop::default_max_memory(),
+            recursion_depth: crate::load::recursion::DEFAULT_DEPTH,
         }
     }
 }

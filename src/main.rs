@@ -62,6 +62,11 @@ struct Cli {
     /// passing it ends the run with `unknown`
     #[arg(long, value_name = "MIB")]
     max_memory: Option<u64>,
+    /// Copies of each recursive function analysed before deeper calls are cut (unknown
+    /// results; when the target may lie past a cut, no proof ignores it). 0: recursive calls
+    /// stay unknown calls
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    recursion_depth: u32,
     /// Keep the replay's temporary files (driver source, executable) and print where they are
     #[arg(long)]
     keep_temps: bool,
@@ -108,6 +113,10 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         return Err(Error::bad_input("--unfold and --max-models must be at least 1"));
     }
     config.unfold_k = cli.unfold;
+    if cli.recursion_depth > 16 {
+        return Err(Error::bad_input(format!("--recursion-depth must be at most 16, got {}", cli.recursion_depth)));
+    }
+    config.recursion_depth = cli.recursion_depth;
     config.max_unfold_k = config.max_unfold_k.max(cli.unfold);
     config.max_models = cli.max_models;
     if let Some(dir) = &cli.emit_tests {

@@ -362,6 +362,11 @@ pub fn link_modules(dst: &inkwell::module::Module<'_>, src: inkwell::module::Mod
     let (d, s) = (dst.as_mut_ptr(), src.as_mut_ptr());
     // LLVMLinkModules2 destroys `src` whatever the outcome: inkwell must not dispose it again.
     std::mem::forget(src);
+    link_raw(d, s)
+}
+
+/// [`link_modules`] on raw modules of one context: links `s` into `d` and destroys `s`.
+pub fn link_raw(d: LLVMModuleRef, s: LLVMModuleRef) -> Result<(), String> {
     let mut errors: Vec<String> = vec![];
     let failed = unsafe {
         let ctx = LLVMGetModuleContext(d);

@@ -9,6 +9,7 @@ mod input;
 mod llvm;
 mod lower;
 mod normalize;
+pub mod recursion;
 pub mod target;
 
 pub use input::{clang_path, CLANG_ANALYSIS_FLAGS};
@@ -71,8 +72,28 @@ fn link_environment_models<'ctx>(ctx: &'ctx Context, module: &inkwell::module::M
     Ok(())
 }
 
-/// Loads INPUT, marks the target and lowers `function` into the owned IR.
+/// Knobs of loading.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Copies of each recursive function inlined before a cut (see [`recursion`]); 0 leaves
+    /// recursive calls unknown.
+    pub recursion_depth: u32,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions { recursion_depth: recursion::DEFAULT_DEPTH }
+    }
+}
+
+/// Loads INPUT, marks the target and lowers `function` into the owned IR, with the default
+/// [`LoadOptions`].
 pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
+    load_with(path, function, spec, &LoadOptions::default())
+}
+
+/// Loads INPUT, marks the target and lowers `function` into the owned IR.
+pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadOptions) -> Result<Loaded> {
     if !path.exists() {
         return Err(Error::bad_input(format!("{}: no such file", path.display())));
     }
@@ -162,6 +183,11 @@ pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
     };
 
     link_environment_models(&ctx, &module, &declared_functions, tmp.path())?;
+
+    // Recursion unrolled to a bound, cut calls marked as targets when they may lead to it.
+    if let Some(u) = recursion::unroll(&module, options.recursion_depth, resolved.len() as u32) {
+        info!(functions = ?u.functions, depth = u.depth, marked_cuts = u.marked_cuts, "recursion unrolled");
+    }
 
     let mut keep = vec![function];
     if let TargetSpec::Call(callee) = spec {

@@ -209,18 +209,19 @@ pub fn search(
 ) -> (DseEnd, DseStats) {
     let ctx = ContextHandle(z3::Context::thread_local().get_z3_context());
     let done = AtomicBool::new(false);
+    let clock = std::sync::Arc::new(solver::QueryClock::new());
     std::thread::scope(|scope| {
-        let (ctx, done) = (&ctx, &done);
+        let (ctx, done, watched) = (&ctx, &done, clock.clone());
         scope.spawn(move || {
             while !done.load(Ordering::SeqCst) {
-                if Instant::now() >= limits.deadline || cancel.load(Ordering::Relaxed) {
+                if Instant::now() >= limits.deadline || cancel.load(Ordering::Relaxed) || watched.overdue() {
                     // SAFETY: see `ContextHandle`; repeated, as Z3 may miss one between checks.
                     unsafe { z3_sys::Z3_interrupt(ctx.0) };
                 }
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
         });
-        let out = search_inner(program, guide, limits, cancel, replay);
+        let out = search_inner(program, guide, limits, cancel, replay, clock);
         done.store(true, Ordering::SeqCst);
         out
     })
@@ -232,11 +233,12 @@ fn search_inner(
     limits: &DseLimits,
     cancel: &AtomicBool,
     replay: &(dyn Fn(&Witness) -> bool + Sync),
+    clock: std::sync::Arc<solver::QueryClock>,
 ) -> (DseEnd, DseStats) {
     let mut stats = DseStats::default();
     let names = guide.map_or_else(|| Names::defaults(program), |g| g.names.clone());
     let dist = distances(program);
-    let mut solver = PathSolver::new(limits.deadline);
+    let mut solver = PathSolver::with_clock(limits.deadline, clock);
     let mut exec = Executor { program, names: &names, inexact: None };
     let mut incomplete = Incomplete::default();
 

@@ -17,8 +17,49 @@ const QUERY_MS: u32 = 3_000;
 /// Queries end this long before the search's deadline.
 const DEADLINE_MARGIN: std::time::Duration = std::time::Duration::from_millis(300);
 
+/// The end of the query under way, for the search's watchdog, which interrupts the thread's
+/// context once a query is [`QUERY_GRACE`] past its budget: the DSE's only time limit on a
+/// query (see [`PathSolver::check_within`] for why not Z3's `timeout`).
+#[derive(Debug)]
+pub struct QueryClock {
+    base: Instant,
+    /// Milliseconds after `base` when the running query is overdue; `u64::MAX`: none runs.
+    until_ms: std::sync::atomic::AtomicU64,
+}
+
+/// How far past its budget a query may run before the watchdog interrupts it.
+pub const QUERY_GRACE: std::time::Duration = std::time::Duration::from_millis(0);
+
+impl QueryClock {
+    pub fn new() -> Self {
+        QueryClock { base: Instant::now(), until_ms: std::sync::atomic::AtomicU64::new(u64::MAX) }
+    }
+
+    fn arm(&self, budget_ms: u32) {
+        let until = self.base.elapsed() + std::time::Duration::from_millis(budget_ms as u64) + QUERY_GRACE;
+        self.until_ms.store(until.as_millis() as u64, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn disarm(&self) {
+        self.until_ms.store(u64::MAX, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether a query is running past its budget.
+    pub fn overdue(&self) -> bool {
+        let until = self.until_ms.load(std::sync::atomic::Ordering::SeqCst);
+        until != u64::MAX && self.base.elapsed().as_millis() as u64 > until
+    }
+}
+
+impl Default for QueryClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 pub struct PathSolver {
     pub solver: Solver,
+    clock: std::sync::Arc<QueryClock>,
     /// A second solver holding the APC at its base level (preprocessed once) and a copy of
     /// every path-condition implication: pruning queries go there, path queries never pay
     /// for the APC.
@@ -28,7 +69,6 @@ pub struct PathSolver {
     next_guard: u64,
     pub calls: u64,
     deadline: Instant,
-    timeout_ms: u32,
 }
 
 /// The answer to a query.
@@ -40,8 +80,9 @@ pub enum Sat {
 }
 
 impl PathSolver {
-    pub fn new(deadline: Instant) -> Self {
-        PathSolver { solver: Solver::new(), apc: None, linked: 0, next_guard: 0, calls: 0, deadline, timeout_ms: 0 }
+    /// A solver whose queries a watchdog can see through `clock`.
+    pub fn with_clock(deadline: Instant, clock: std::sync::Arc<QueryClock>) -> Self {
+        PathSolver { solver: Solver::new(), clock, apc: None, linked: 0, next_guard: 0, calls: 0, deadline }
     }
 
     /// `pc ∧ cond` as a new path condition (the old one is unchanged, forks share it).
@@ -65,26 +106,29 @@ impl PathSolver {
         self.deadline.saturating_duration_since(Instant::now()).saturating_sub(DEADLINE_MARGIN).as_millis().clamp(1, cap as u128) as u32
     }
 
-    fn set_timeout(&mut self) {
-        let left = self.budget_ms(QUERY_MS);
-        if left != self.timeout_ms {
-            let mut p = z3::Params::new();
-            p.set_u32("timeout", left);
-            self.solver.set_params(&p);
-            self.timeout_ms = left;
-        }
+    /// Satisfiability of `pc ∧ extra`, within [`QUERY_MS`] (and the deadline).
+    pub fn check(&mut self, pc: &PathCondition, extra: &[Bool]) -> Sat {
+        let ms = self.budget_ms(QUERY_MS);
+        self.check_within(pc, extra, ms)
     }
 
-    /// Satisfiability of `pc ∧ extra`.
-    pub fn check(&mut self, pc: &PathCondition, extra: &[Bool]) -> Sat {
+    /// Satisfiability of `pc ∧ extra` within `ms` milliseconds. The time limit is the
+    /// watchdog's interrupt ([`QueryClock`]), not Z3's `timeout` parameter: Z3 4.8 serves
+    /// timeouts from a pool of timer threads shared by every context, and a query's end waits,
+    /// spinning on `sched_yield`, for its timer thread; when that thread was spawned by a
+    /// reniced solver thread of the `apc` engine it starves behind the solvers, and a
+    /// millisecond query of the DSE took six seconds (wp_hello in the portfolio, one run in two).
+    pub fn check_within(&mut self, pc: &PathCondition, extra: &[Bool], ms: u32) -> Sat {
         if extra.iter().any(|b| b.as_bool() == Some(false)) {
             return Sat::No;
         }
-        self.set_timeout();
         self.calls += 1;
         let mut assumptions = pc.guards();
         assumptions.extend(extra.iter().filter(|b| b.as_bool() != Some(true)).cloned());
-        match self.solver.check_assumptions(&assumptions) {
+        self.clock.arm(ms);
+        let r = self.solver.check_assumptions(&assumptions);
+        self.clock.disarm();
+        match r {
             SatResult::Sat => Sat::Yes,
             SatResult::Unsat => Sat::No,
             SatResult::Unknown => Sat::Unknown,
@@ -107,15 +151,15 @@ impl PathSolver {
             self.linked += 1;
         }
         let left = self.budget_ms(ms);
-        let mut p = z3::Params::new();
-        p.set_u32("timeout", left);
-        a.set_params(&p);
         self.calls += 1;
         a.push();
         for e in extra {
             a.assert(e);
         }
-        let r = match a.check_assumptions(&pc.guards()) {
+        self.clock.arm(left);
+        let r = a.check_assumptions(&pc.guards());
+        self.clock.disarm();
+        let r = match r {
             SatResult::Sat => Sat::Yes,
             SatResult::Unsat => Sat::No,
             SatResult::Unknown => Sat::Unknown,
@@ -129,11 +173,11 @@ impl PathSolver {
     pub fn apc_counter_guess(&mut self, names: &[Vec<Option<String>>]) -> Vec<Vec<Option<u64>>> {
         let none = || names.iter().map(|l| vec![None; l.len()]).collect();
         let Some(a) = &self.apc else { return none() };
-        let mut p = z3::Params::new();
-        p.set_u32("timeout", self.budget_ms(2_000));
-        a.set_params(&p);
         self.calls += 1;
-        if a.check() != SatResult::Sat {
+        self.clock.arm(self.budget_ms(2_000));
+        let r = a.check();
+        self.clock.disarm();
+        if r != SatResult::Sat {
             return none();
         }
         let Some(m) = a.get_model() else { return none() };
@@ -146,5 +190,53 @@ impl PathSolver {
     /// The model of the last satisfiable [`PathSolver::check`].
     pub fn model(&self) -> Option<Model> {
         self.solver.get_model()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+    use z3::ast::BV;
+
+    /// The search's watchdog ends an overdue query with `Z3_interrupt`, and the same context
+    /// must then answer the next query (no cancel flag left behind).
+    #[test]
+    fn an_interrupted_query_leaves_the_solver_usable() {
+        let clock = Arc::new(QueryClock::new());
+        let mut s = PathSolver::with_clock(Instant::now() + Duration::from_secs(60), clock.clone());
+        let ctx = z3::Context::thread_local().get_z3_context().as_ptr() as usize;
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (watched, stop) = (clock.clone(), done.clone());
+        let dog = std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                if watched.overdue() {
+                    unsafe { z3_sys::Z3_interrupt(std::ptr::NonNull::new(ctx as *mut z3_sys::_Z3_context).expect("a context")) };
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        // Factoring a 64-bit semiprime: far beyond 50 ms.
+        let (x, y) = (BV::new_const("x", 64), BV::new_const("y", 64));
+        let one = BV::from_u64(1, 64);
+        let hard = Bool::and(&[
+            x.bvmul(&y).eq(BV::from_u64(0xC3A5_C85C_97CB_3127, 64)),
+            x.bvugt(&one),
+            y.bvugt(&one),
+            x.bvult(BV::from_u64(1 << 32, 64)),
+            y.bvult(BV::from_u64(1 << 32, 64)),
+        ]);
+        let pc = PathCondition::default();
+        let hard_pc = s.extend(&pc, &hard);
+        let t = Instant::now();
+        assert_eq!(s.check_within(&hard_pc, &[], 50), Sat::Unknown);
+        assert!(t.elapsed() < Duration::from_secs(2), "interrupted late: {:?}", t.elapsed());
+        let easy = s.extend(&pc, &x.eq(BV::from_u64(7, 64)));
+        assert_eq!(s.check(&easy, &[]), Sat::Yes);
+        let contradiction = s.extend(&easy, &x.eq(BV::from_u64(8, 64)));
+        assert_eq!(s.check(&contradiction, &[]), Sat::No);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        dog.join().unwrap();
     }
 }

@@ -73,15 +73,21 @@ impl ModelView<'_> {
 /// thread-local context and is dropped before this returns; only `T` leaves, so `T` must not
 /// hold Z3 objects.
 pub fn check<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, extract: impl FnOnce(&mut ModelView) -> T) -> Answer<T> {
-    check_until(pool, formula, timeout, &|| false, extract)
+    check_until(pool, formula, Some(timeout), &|| false, extract)
 }
 
 /// [`check`] that gives up (answers unknown) as soon as `stopped()` holds between its steps:
 /// translation and model reading do not notice `Z3_interrupt`, so a racing worker asks.
+///
+/// `timeout`: Z3's own `timeout` parameter, for callers nobody interrupts. Racing workers pass
+/// `None`: the race interrupts them, and Z3 4.8's timeouts run on a pool of timer threads shared
+/// by all contexts, whose end-of-query handshake spins on `sched_yield` until the timer thread
+/// runs; a timer thread spawned by a reniced worker then starves behind the solvers (see
+/// `dse::solver::PathSolver::check_within`, where this stalled queries for seconds).
 fn check_until<T>(
     pool: &ExprPool,
     formula: ExprId,
-    timeout: Duration,
+    timeout: Option<Duration>,
     stopped: &dyn Fn() -> bool,
     extract: impl FnOnce(&mut ModelView) -> T,
 ) -> Answer<T> {
@@ -91,9 +97,11 @@ fn check_until<T>(
         return interrupted(start);
     }
     let solver = z3::Solver::new();
-    let mut params = z3::Params::new();
-    params.set_u32("timeout", timeout.as_millis().clamp(1, u32::MAX as u128) as u32);
-    solver.set_params(&params);
+    if let Some(timeout) = timeout {
+        let mut params = z3::Params::new();
+        params.set_u32("timeout", timeout.as_millis().clamp(1, u32::MAX as u128) as u32);
+        solver.set_params(&params);
+    }
     let mut tr = Translator::new(pool);
     let f = tr.translate(formula).as_bool().expect("the APC is a formula");
     solver.assert(&f);
@@ -314,7 +322,7 @@ pub fn race_until<T: Send + 'static>(
                 g.state = WorkerState::Running(ctx.get_z3_context());
             }
             let stopped = || slot.lock().unwrap_or_else(|e| e.into_inner()).stop;
-            let answer = check_until(&pool, formula, timeout, &stopped, |m| extract(&pool, formula, m));
+            let answer = check_until(&pool, formula, None, &stopped, |m| extract(&pool, formula, m));
             // Before the context can go (the thread-local destructor deletes it once this closure
             // returned): from now on nobody may interrupt it.
             slot.lock().unwrap_or_else(|e| e.into_inner()).state = WorkerState::Done;

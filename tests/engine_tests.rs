@@ -109,3 +109,16 @@ fn an_exhausted_search_proves_and_a_cut_one_does_not() {
     assert_ne!(r["verdict"], "unreachable", "{r:#}");
     assert_ne!(r["verdict"], "reachable", "{r:#}");
 }
+
+/// MatrIR as a whole program (c-benchmarks/wp_matrir.c): the DSE alone does not get 16 matrix
+/// elements of a row into (10, 100) in time (tests/dse_tests.rs), the portfolio does, through
+/// the fuzzer's constant-fill seeds.
+#[test]
+fn the_portfolio_reaches_the_whole_program_matrir() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/c-benchmarks/wp_matrir.c")).unwrap();
+    let r = analyse("wp_matrir", &src, &["--function", "main", "--call", "reach_error", "--timeout", "30"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["reached"], true, "{r:#}");
+    let nondet: Vec<i64> = r["witness"]["nondet"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32 as i32 as i64).collect();
+    assert!(nondet[0] > 20 && nondet[1] > 20, "m, n > 20: {r:#}");
+}

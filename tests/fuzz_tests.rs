@@ -32,10 +32,15 @@ fn build(name: &str, source: &str, function: &str) -> Built {
 
 impl Built {
     fn fuzz(&self, seeds: &[Witness], dictionary: &[Vec<u8>], budget: Duration) -> (FuzzEnd, FuzzStats, Duration) {
+        self.fuzz_filled(seeds, dictionary, &[], budget)
+    }
+
+    /// [`Built::fuzz`] with constant-fill seeds of the values `fills`.
+    fn fuzz_filled(&self, seeds: &[Witness], dictionary: &[Vec<u8>], fills: &[u64], budget: Duration) -> (FuzzEnd, FuzzStats, Duration) {
         let cancel = AtomicBool::new(false);
         let replay = |w: &Witness| self.replayer.run(w).map(|o| o.reached.is_some()).unwrap_or(false);
         let start = Instant::now();
-        let (end, stats) = self.fuzzer.search(seeds, dictionary, &FuzzLimits::until(start + budget), &cancel, &replay);
+        let (end, stats) = self.fuzzer.search(seeds, dictionary, fills, &FuzzLimits::until(start + budget), &cancel, &replay);
         (end, stats, start.elapsed())
     }
 
@@ -139,6 +144,39 @@ void f(unsigned x) {{
     assert_eq!(stats.seeds_used, 1);
 }
 
+/// Twenty inputs, each inside the same narrow range: no single one adds coverage, so neither
+/// coverage feedback nor comparison tracing gets there in seconds; a constant-fill seed of the
+/// compared constant's neighbour does at once.
+const ALL_IN_RANGE: &str = r#"
+extern int __VERIFIER_nondet_int(void);
+extern void reach_error(void);
+int main(void) {
+  int k = 0;
+  for (int i = 0; i < 20; i++) {
+    int v = __VERIFIER_nondet_int();
+    if (v > 5000 && v < 5010)
+      ++k;
+  }
+  if (k == 20)
+    reach_error();
+  return 0;
+}
+"#;
+
+#[test]
+fn constant_fill_seeds_put_every_input_in_range_at_once() {
+    let b = build("all_in_range", ALL_IN_RANGE, "main");
+    let (end, _, _) = b.fuzz(&[], &[], Duration::from_secs(4));
+    assert!(!matches!(end, FuzzEnd::Reached(_)), "random fuzzing alone should not get 20 values in (5000, 5010): {end:?}");
+    let program = apc_llvm::load::load(&b._program.dir.path().join("all_in_range.bc"), "main", &TargetSpec::Call("reach_error".into())).unwrap().program;
+    let fills = apc_llvm::engine::fuzz::fill_values(&apc_llvm::engine::fuzz::comparison_constants(&program));
+    assert!(fills.contains(&5001), "{fills:?}");
+    let (end, stats, took) = b.fuzz_filled(&[], &[], &fills, Duration::from_secs(20));
+    let w = b.confirmed(&end);
+    assert!(w.nondet.iter().take(20).all(|v| (5001..5010).contains(&(*v as u32))), "{w:?}");
+    eprintln!("all_in_range: reached in {took:?}, {stats:?}");
+}
+
 #[test]
 fn an_unreachable_target_gives_up_at_the_deadline() {
     // Squares are 0 or 1 modulo 4; 0xffffffff is 3.
@@ -188,7 +226,7 @@ fn cancelling_stops_the_fuzzer() {
             std::thread::sleep(Duration::from_millis(700));
             cancel.store(true, std::sync::atomic::Ordering::Relaxed);
         });
-        b.fuzzer.search(&[], &[], &FuzzLimits::until(start + Duration::from_secs(60)), &cancel, &replay)
+        b.fuzzer.search(&[], &[], &[], &FuzzLimits::until(start + Duration::from_secs(60)), &cancel, &replay)
     });
     assert!(matches!(&end, FuzzEnd::GaveUp(r) if r == "cancelled"), "{end:?}");
     assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());

@@ -14,8 +14,8 @@ use std::time::Duration;
 /// the target unreachable; a satisfiable one gives inputs that are replayed natively, and the target
 /// is reported reachable only when the run really entered it.
 ///
-/// Exit status: 0 when the analysis finished (whatever the verdict), 2 for bad usage or input,
-/// 1 for an internal error.
+/// Exit status: 0 when the analysis finished (whatever the verdict, unless --expect or --fail-on
+/// say otherwise: then 3), 2 for bad usage or input, 1 for an internal error.
 #[derive(Parser, Debug)]
 #[command(name = "apc-llvm", version, verbatim_doc_comment)]
 #[command(group(ArgGroup::new("target").required(true).args(["block", "line", "call"])))]
@@ -67,6 +67,18 @@ struct Cli {
     /// stay unknown calls
     #[arg(long, value_name = "N", default_value_t = 3)]
     recursion_depth: u32,
+    /// Exit with status 3 unless the verdict is one of these (comma-separated: reachable,
+    /// unreachable, unknown): recorded verdicts as regression oracles (scripts/apc.mk's apc-check)
+    #[arg(long, value_name = "VERDICTS")]
+    expect: Option<String>,
+    /// Exit with status 3 when the verdict is one of these (comma-separated)
+    #[arg(long, value_name = "VERDICTS")]
+    fail_on: Option<String>,
+    /// Only load INPUT, mark the target and write the instrumented bitcode that emitted tests
+    /// link (`--emit-tests`) to FILE; no analysis. Refreshes a kept test's program from the
+    /// current source (scripts/apc.mk's apc-tests)
+    #[arg(long, value_name = "FILE")]
+    emit_instrumented: Option<PathBuf>,
     /// Keep the replay's temporary files (driver source, executable) and print where they are
     #[arg(long)]
     keep_temps: bool,
@@ -136,6 +148,30 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     Ok(config)
 }
 
+/// The verdicts of `--expect` / `--fail-on`.
+fn verdict_list(flag: &str, list: &str) -> Result<Vec<String>, Error> {
+    let out: Vec<String> = list.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
+    match out.iter().find(|v| !["reachable", "unreachable", "unknown"].contains(&v.as_str())) {
+        Some(bad) => Err(Error::bad_input(format!("{flag}: '{bad}' is not a verdict (reachable, unreachable, unknown)"))),
+        None if out.is_empty() => Err(Error::bad_input(format!("{flag}: no verdict given"))),
+        None => Ok(out),
+    }
+}
+
+/// `--emit-instrumented`: load, mark, write; written to a temporary name first, so that a
+/// failure leaves no half-written file.
+fn emit_instrumented(config: &Config, out: &std::path::Path) -> Result<(), Error> {
+    let options = apc_llvm::load::LoadOptions { recursion_depth: config.recursion_depth };
+    let loaded = apc_llvm::load::load_with(&config.input, &config.function, &config.target, &options)?;
+    let tmp = out.with_extension("bc.partial");
+    std::fs::write(&tmp, &loaded.instrumented_bitcode)
+        .and_then(|_| std::fs::rename(&tmp, out))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::bad_input(format!("--emit-instrumented {}: {e}", out.display()))
+        })
+}
+
 fn main() -> ExitCode {
     apc_llvm::cleanup::install();
     let cli = match Cli::try_parse() {
@@ -157,6 +193,30 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("apc-llvm: internal error: {info}");
     }));
+    let lists = (|| -> Result<_, Error> {
+        Ok((
+            cli.expect.as_deref().map(|l| verdict_list("--expect", l)).transpose()?,
+            cli.fail_on.as_deref().map(|l| verdict_list("--fail-on", l)).transpose()?,
+        ))
+    })();
+    let (expect, fail_on) = match lists {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("apc-llvm: error: {e}");
+            return ExitCode::from(e.exit_status() as u8);
+        }
+    };
+    if let Some(out) = &cli.emit_instrumented {
+        let r = config_from(&cli).and_then(|c| emit_instrumented(&c, out));
+        apc_llvm::cleanup::finish();
+        return match r {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("apc-llvm: error: {e}");
+                ExitCode::from(e.exit_status() as u8)
+            }
+        };
+    }
     let (result, abandoned) = match config_from(&cli) {
         Ok(c) => {
             let b = analysis::run_bounded(&c);
@@ -171,7 +231,18 @@ fn main() -> ExitCode {
             } else {
                 print!("{}", report.to_text());
             }
-            0
+            let verdict = report.verdict.to_string();
+            match (&expect, &fail_on) {
+                (Some(e), _) if !e.contains(&verdict) => {
+                    eprintln!("apc-llvm: verdict {verdict}, expected {}", e.join(" or "));
+                    3
+                }
+                (_, Some(f)) if f.contains(&verdict) => {
+                    eprintln!("apc-llvm: verdict {verdict} (--fail-on {})", f.join(","));
+                    3
+                }
+                _ => 0,
+            }
         }
         Err(e) => {
             eprintln!("apc-llvm: error: {e}");

@@ -151,3 +151,15 @@ fn huge_timeouts_and_special_files_are_refused() {
     assert_bad_input(&out, "not a regular file");
     assert!(start.elapsed() < std::time::Duration::from_secs(10));
 }
+
+#[test]
+fn line_files_may_be_dot_relative_absolute_or_a_suffix_and_others_are_named() {
+    let p = c_program("lines", "int f(int x) {\n  if (x == 3)\n    return 1;\n  return 0;\n}\n");
+    let abs = format!("{}:3", p.path.display());
+    for spec in ["lines.c:3", "./lines.c:3", abs.as_str()] {
+        let r = json_report(&p.path, &["--function", "f", "--line", spec, "--timeout", "20"]);
+        assert_eq!(r["verdict"], "reachable", "{spec}: {r:#}");
+    }
+    let out = run_on(&p.path, &["--function", "f", "--line", "other.c:3"]);
+    assert_bad_input(&out, "comes from 'other.c' (their files: ");
+}

@@ -230,6 +230,16 @@ pub fn debug_file(i: Value) -> Option<String> {
     (!p.is_null()).then(|| cstr_to_string(p, len as usize))
 }
 
+/// The compilation directory of `i`'s debug location (empty when there is none).
+pub fn debug_dir(i: Value) -> String {
+    if unsafe { LLVMInstructionGetDebugLoc(i) }.is_null() {
+        return String::new();
+    }
+    let mut len = 0u32;
+    let p = unsafe { LLVMGetDebugLocDirectory(i, &mut len) };
+    cstr_to_string(p, len as usize)
+}
+
 /// Size in bytes that an object of type `t` occupies in memory (including padding).
 pub fn alloc_size(td: LLVMTargetDataRef, t: Type) -> u64 {
     unsafe { LLVMABISizeOfType(td, t) }

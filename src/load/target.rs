@@ -98,10 +98,41 @@ pub fn reachable_functions(f: llvm::Value) -> Vec<llvm::Value> {
     order
 }
 
-fn file_matches(debug_file: &str, wanted: &str) -> bool {
-    debug_file == wanted
-        || debug_file.ends_with(&format!("/{wanted}"))
-        || std::path::Path::new(debug_file).file_name().and_then(|n| n.to_str()) == Some(wanted)
+/// `path` without `.` components and with `..` folded into its parent, lexically.
+fn lexical(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = vec![];
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            _ => parts.push(c),
+        }
+    }
+    let joined = parts.join("/");
+    if absolute { format!("/{joined}") } else { joined }
+}
+
+/// Whether `wanted` (the user's `--line` file) names the source file of a debug location:
+/// `debug_file` as clang recorded it, in compilation directory `debug_dir`. `wanted` may be a
+/// suffix of the recorded path (`prog.c`, `src/prog.c`), `./`-prefixed, absolute, or relative to
+/// the current directory.
+fn file_matches(debug_file: &str, debug_dir: &str, wanted: &str) -> bool {
+    let full = lexical(&if debug_file.starts_with('/') || debug_dir.is_empty() { debug_file.to_string() } else { format!("{debug_dir}/{debug_file}") });
+    let want = lexical(wanted);
+    if want.is_empty() {
+        return false;
+    }
+    if full == want || full.ends_with(&format!("/{want}")) || lexical(debug_file) == want {
+        return true;
+    }
+    // The same file by another route (symlinks, a relative path from elsewhere).
+    match (std::fs::canonicalize(wanted), std::fs::canonicalize(&full)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// Resolves `spec` in `function` and, when not found there, in the functions it calls.
@@ -171,14 +202,22 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
         }
         TargetSpec::Line { file, line } => {
             let mut any_debug = false;
+            let mut file_seen = false;
+            let mut files: Vec<String> = vec![];
             for &func in &scope {
                 for b in llvm::blocks(func) {
                     for i in llvm::instructions(b) {
                         if let Some(l) = llvm::debug_line(i) {
                             any_debug = true;
-                            if l == *line
-                                && llvm::debug_file(i).is_some_and(|df| file_matches(&df, file))
-                            {
+                            let Some(df) = llvm::debug_file(i) else { continue };
+                            if !file_matches(&df, &llvm::debug_dir(i), file) {
+                                if !files.contains(&df) {
+                                    files.push(df);
+                                }
+                                continue;
+                            }
+                            file_seen = true;
+                            if l == *line {
                                 return Ok(vec![mk(func, b, Some(i))]);
                             }
                         }
@@ -188,6 +227,12 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
             if !any_debug {
                 return Err(Error::bad_input(format!(
                     "--line {file}:{line}: function '{function}' has no debug line information (compile with -g)"
+                )));
+            }
+            if !file_seen {
+                return Err(Error::bad_input(format!(
+                    "--line {file}:{line}: no code of '{function}' or its callees comes from '{file}' (their files: {})",
+                    list_names(&files)
                 )));
             }
             Err(Error::bad_input(format!(
@@ -256,8 +301,15 @@ mod tests {
 
     #[test]
     fn debug_file_names_match_by_suffix() {
-        assert!(file_matches("/tmp/x/prog.c", "prog.c"));
-        assert!(file_matches("/tmp/x/prog.c", "x/prog.c"));
-        assert!(!file_matches("/tmp/x/prog.c", "rog.c"));
+        assert!(file_matches("/tmp/x/prog.c", "", "prog.c"));
+        assert!(file_matches("/tmp/x/prog.c", "", "x/prog.c"));
+        assert!(!file_matches("/tmp/x/prog.c", "", "rog.c"));
+        // Relative to the compilation directory, `./`-prefixed, absolute, with `..`.
+        assert!(file_matches("src/prog.c", "/home/u/proj", "./src/prog.c"));
+        assert!(file_matches("src/prog.c", "/home/u/proj", "/home/u/proj/src/prog.c"));
+        assert!(file_matches("src/prog.c", "/home/u/proj", "/home/u/proj/lib/../src/./prog.c"));
+        assert!(file_matches("./prog.c", "/home/u/proj", "prog.c"));
+        assert!(!file_matches("src/prog.c", "/home/u/proj", "/home/u/other/src/prog.c"));
+        assert!(!file_matches("src/prog.c", "/home/u/proj", "/prog.c"));
     }
 }

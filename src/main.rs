@@ -82,7 +82,8 @@ struct Cli {
     /// Keep the replay's temporary files (driver source, executable) and print where they are
     #[arg(long)]
     keep_temps: bool,
-    /// Log the pipeline's progress on stderr (-v info, -vv debug); RUST_LOG overrides
+    /// Log the pipeline's progress on stderr (-v info, -vv debug; RUST_LOG overrides), and print
+    /// the whole human report (every loop with θ^κ and φ^κ, every backbone, the APC)
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
 }
@@ -229,7 +230,7 @@ fn main() -> ExitCode {
             if cli.json {
                 println!("{}", report.to_json());
             } else {
-                print!("{}", report.to_text());
+                print!("{}", report.to_text_detailed(cli.verbose > 0));
             }
             let verdict = report.verdict.to_string();
             match (&expect, &fail_on) {

@@ -265,3 +265,28 @@ fn backbone_bound_is_reported() {
     assert_eq!(r["backbones"].as_array().unwrap().len(), 64);
     assert_ne!(r["verdict"], "unreachable");
 }
+
+#[test]
+fn a_function_with_thousands_of_backbones_gets_a_short_report() {
+    // 2^12 = 4,096 backbones through a chain of 12 ifs (about 40 blocks).
+    let mut body = String::new();
+    for k in 0..12 {
+        body.push_str(&format!("  if (a[{k}] > {k}) s += {k}; else s -= 1;\n"));
+    }
+    let src = format!("extern void reach_error(void);\nvoid chain(int *a) {{\n  int s = 0;\n{body}  if (s == 7) reach_error();\n}}\n");
+    let p = c_program("chain4096", &src);
+    let args = ["--function", "chain", "--call", "reach_error", "--timeout", "20"];
+    let out = run_on(&p.path, &args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().next().is_some_and(|l| l.starts_with("verdict: ")), "the verdict comes first: {text}");
+    assert!(text.lines().count() < 60, "{} lines: {text}", text.lines().count());
+    assert!(text.contains("backbones (4096):") && text.contains("… 4091 more"), "{text}");
+    let r = json_report(&p.path, &args);
+    assert_eq!(r["backbone_count"], 4096);
+    assert_eq!(r["backbones"].as_array().unwrap().len(), apc_llvm::report::JSON_BACKBONES);
+    // -v prints everything.
+    let mut verbose = args.to_vec();
+    verbose.push("-v");
+    let out = run_on(&p.path, &verbose);
+    assert!(String::from_utf8_lossy(&out.stdout).lines().count() > 4096);
+}

@@ -33,7 +33,10 @@ pub struct LoopReport {
     pub blocks: Vec<String>,
     pub exits: Vec<String>,
     /// Backbones of the induced program P(C, entry); the last node `entry'` is the return to entry.
+    /// JSON lists the first [`JSON_BACKBONES`].
+    #[serde(serialize_with = "first_backbones")]
     pub backbones: Vec<Vec<String>>,
+    pub backbone_count: usize,
     pub nested: Vec<u32>,
     pub truncated: bool,
     /// Path counters κ of the loop's iteration backbones, in backbone order.
@@ -55,7 +58,11 @@ pub struct Report {
     /// Why the verdict is what it is, in one sentence.
     pub reason: String,
     pub loops: Vec<LoopReport>,
+    /// The program's backbones; JSON lists the first [`JSON_BACKBONES`] (`backbone_count` has
+    /// them all: thousands of them made a 15 MB report).
+    #[serde(serialize_with = "first_backbones")]
     pub backbones: Vec<Vec<String>>,
+    pub backbone_count: usize,
     /// Whether a backbone enumeration bound was hit somewhere.
     pub truncated: bool,
     /// The APC in the paper's notation.
@@ -130,6 +137,7 @@ impl Report {
                     blocks: l.blocks.iter().map(|&b| f.label(b).to_string()).collect(),
                     exits: l.exits.iter().map(|&n| node_label(f, n)).collect(),
                     backbones: l.backbones.iter().map(|b| path(&b.nodes)).collect(),
+                    backbone_count: l.backbones.len(),
                     nested: l.nested.iter().map(|n| n.0).collect(),
                     truncated: l.truncated,
                     counters: vec![],
@@ -138,6 +146,7 @@ impl Report {
                 })
                 .collect(),
             backbones: s.backbones.iter().map(|b| path(&b.nodes)).collect(),
+            backbone_count: s.backbones.len(),
             truncated: s.truncated,
             apc: None,
             smtlib: None,
@@ -161,6 +170,7 @@ impl Report {
             reason: String::new(),
             loops: vec![],
             backbones: vec![],
+            backbone_count: 0,
             truncated: false,
             apc: None,
             smtlib: None,
@@ -177,38 +187,24 @@ impl Report {
         serde_json::to_string_pretty(self).expect("reports serialise")
     }
 
-    /// The human report.
+    /// The human report, compact: see [`Report::to_text_detailed`].
     pub fn to_text(&self) -> String {
+        self.to_text_detailed(false)
+    }
+
+    /// The human report. It leads with what a user acts on (verdict, reason, witness); then the
+    /// program's structure, summarised (counts and the first few loops and backbones, the APC
+    /// only when short) unless `detailed` (`-v`), which prints every loop with θ^κ and φ^κ,
+    /// every backbone and the APC: a function with thousands of backbones once gave a
+    /// 4,000-line report.
+    pub fn to_text_detailed(&self, detailed: bool) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "function: {}", self.function);
-        let _ = writeln!(out, "target:   {} (blocks: {})", self.target_spec, self.target.join(", "));
-        let _ = writeln!(out, "\nloops ({}):", self.loops.len());
-        for l in &self.loops {
-            let _ = writeln!(out, "  L{} entry {}", l.id, l.entry);
-            let _ = writeln!(out, "     blocks: {}", l.blocks.join(", "));
-            let _ = writeln!(out, "     exits:  {}", if l.exits.is_empty() { "-".into() } else { l.exits.join(", ") });
-            if !l.nested.is_empty() {
-                let nested: Vec<String> = l.nested.iter().map(|n| format!("L{n}")).collect();
-                let _ = writeln!(out, "     nested: {}", nested.join(", "));
-            }
-            let _ = writeln!(out, "     iterations (backbones of P(C, {})): {}", l.entry, l.backbones.len());
-            for (k, b) in l.backbones.iter().enumerate() {
-                let counter = l.counters.get(k).map(|c| format!("{c}: ")).unwrap_or_default();
-                let _ = writeln!(out, "       {counter}{}", b.join(" → "));
-            }
-            for (var, value) in &l.iterated_state {
-                let _ = writeln!(out, "     θ^κ({var}) = {value}");
-            }
-            if let Some(phi) = &l.looping_condition {
-                let _ = writeln!(out, "     φ^κ = {phi}");
-            }
+        let _ = writeln!(out, "verdict: {}", self.verdict);
+        if !self.reason.is_empty() {
+            let _ = writeln!(out, "reason:  {}", self.reason);
         }
-        let _ = writeln!(out, "\nbackbones ({}){}:", self.backbones.len(), if self.truncated { " [bound hit: list incomplete]" } else { "" });
-        for b in &self.backbones {
-            let _ = writeln!(out, "  {}", b.join(" → "));
-        }
-        if let Some(apc) = &self.apc {
-            let _ = writeln!(out, "\nAPC:\n  {apc}");
+        if let Some(e) = &self.engine {
+            let _ = writeln!(out, "engine:  {e}");
         }
         if let Some(w) = &self.witness {
             let _ = writeln!(out, "\nwitness (model {}, replay: {}):", w.models_tried, w.run);
@@ -234,14 +230,58 @@ impl Report {
         if !self.tests.is_empty() {
             let _ = writeln!(out, "\nregression test written: {}", self.tests.join(", "));
         }
-        let _ = writeln!(out, "\nverdict: {}", self.verdict);
-        if !self.reason.is_empty() {
-            let _ = writeln!(out, "reason:  {}", self.reason);
+        let _ = writeln!(out, "\nfunction: {}", self.function);
+        let _ = writeln!(out, "target:   {} (blocks: {})", self.target_spec, self.target.join(", "));
+        let _ = writeln!(out, "\nloops ({}):", self.loops.len());
+        let loops_shown = if detailed { self.loops.len() } else { SHOWN.min(self.loops.len()) };
+        for l in &self.loops[..loops_shown] {
+            let nested = if l.nested.is_empty() {
+                String::new()
+            } else {
+                format!(", nested: {}", l.nested.iter().map(|n| format!("L{n}")).collect::<Vec<_>>().join(", "))
+            };
+            if !detailed {
+                let _ = writeln!(out, "  L{} entry {}: {} blocks, {} iteration backbone(s){nested}", l.id, l.entry, l.blocks.len(), l.backbones.len());
+                continue;
+            }
+            let _ = writeln!(out, "  L{} entry {}", l.id, l.entry);
+            let _ = writeln!(out, "     blocks: {}", l.blocks.join(", "));
+            let _ = writeln!(out, "     exits:  {}", if l.exits.is_empty() { "-".into() } else { l.exits.join(", ") });
+            if !nested.is_empty() {
+                let _ = writeln!(out, "     {}", nested.trim_start_matches(", "));
+            }
+            let _ = writeln!(out, "     iterations (backbones of P(C, {})): {}", l.entry, l.backbones.len());
+            for (k, b) in l.backbones.iter().enumerate() {
+                let counter = l.counters.get(k).map(|c| format!("{c}: ")).unwrap_or_default();
+                let _ = writeln!(out, "       {counter}{}", b.join(" → "));
+            }
+            for (var, value) in &l.iterated_state {
+                let _ = writeln!(out, "     θ^κ({var}) = {value}");
+            }
+            if let Some(phi) = &l.looping_condition {
+                let _ = writeln!(out, "     φ^κ = {phi}");
+            }
         }
-        if let Some(e) = &self.engine {
-            let _ = writeln!(out, "engine:  {e}");
+        if loops_shown < self.loops.len() {
+            let _ = writeln!(out, "  … {} more (-v lists every loop with θ^κ and φ^κ)", self.loops.len() - loops_shown);
+        }
+        let _ = writeln!(out, "\nbackbones ({}){}:", self.backbones.len(), if self.truncated { " [bound hit: list incomplete]" } else { "" });
+        let backbones_shown = if detailed { self.backbones.len() } else { SHOWN.min(self.backbones.len()) };
+        for b in &self.backbones[..backbones_shown] {
+            let _ = writeln!(out, "  {}", b.join(" → "));
+        }
+        if backbones_shown < self.backbones.len() {
+            let _ = writeln!(out, "  … {} more (-v lists them all)", self.backbones.len() - backbones_shown);
+        }
+        if let Some(apc) = &self.apc {
+            if detailed || apc.chars().count() <= SHORT_APC {
+                let _ = writeln!(out, "\nAPC:\n  {apc}");
+            } else {
+                let _ = writeln!(out, "\nAPC: {} characters (-v prints it)", apc.chars().count());
+            }
         }
         if self.engines.len() > 1 {
+            let _ = writeln!(out, "\nengines:");
             for (name, e) in &self.engines {
                 let stats: Vec<String> = e.stats.iter().map(|(k, v)| format!("{k} {v}")).collect();
                 let _ = writeln!(
@@ -261,6 +301,23 @@ impl Report {
         out
     }
 }
+
+/// Most backbones one JSON list holds.
+pub const JSON_BACKBONES: usize = 256;
+
+fn first_backbones<S: serde::Serializer>(b: &[Vec<String>], ser: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = ser.serialize_seq(Some(b.len().min(JSON_BACKBONES)))?;
+    for p in b.iter().take(JSON_BACKBONES) {
+        seq.serialize_element(p)?;
+    }
+    seq.end()
+}
+
+/// Loops and backbones listed by the compact human report.
+const SHOWN: usize = 5;
+/// Longest APC (characters) the compact human report prints.
+const SHORT_APC: usize = 400;
 
 /// `[b0, b1, …] (N bytes)`, trailing zeros omitted.
 fn show_bytes(bytes: &[u8]) -> String {

@@ -6,14 +6,14 @@
 use super::{Context, Engine, EngineKind, EngineResult, Finding};
 use crate::apc::{unfold::unfold_until, Apc};
 use crate::expr::{ExprId, ExprPool, Printer};
-use crate::ir::{IntPredicate, Program};
+use crate::ir::{IntPredicate, Program, Ty};
 use crate::report::WitnessReport;
 use crate::solve::{self, ModelView, Outcome};
 use crate::witness::{self, ParamInput, Witness};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracing::info;
+use tracing::{debug, info};
 
 /// Most expressions one unfolding APC^K may add (nested quantifiers multiply their instances).
 const MAX_UNFOLD_NODES: usize = 400_000;
@@ -80,6 +80,24 @@ impl ApcEngine {
         let mut pool = Arc::new(pool);
         let mut k = config.unfold_k;
         let mut blocking: Vec<ExprId> = vec![];
+        // Preferences, not facts: tied buffer lengths at most PREFERRED_MAX_LEN (see
+        // `witness::length_ties`), asked for once a model has missed (so a proof never pays
+        // for them). Dropped for good when the APC with them is unsatisfiable; never part of a
+        // proof.
+        let mut hints: Vec<ExprId> = vec![];
+        let mut preferred: Vec<ExprId> = {
+            let p = Arc::make_mut(&mut pool);
+            let params = &program.function.params;
+            witness::length_ties(&program)
+                .into_iter()
+                .filter_map(|(_, l)| {
+                    let Ty::Int(w) = params[l].ty else { return None };
+                    let s = apc.inputs.param_input(&params[l].name)?;
+                    let bound = p.bv(w, witness::PREFERRED_MAX_LEN.min(crate::expr::mask(w, u64::MAX)));
+                    Some(p.cmp(IntPredicate::Ule, s, bound))
+                })
+                .collect()
+        };
         let mut models = 0u32;
         let timing = |out: &mut EngineResult, key: &str, secs: f64| {
             *out.timings.entry(key.to_string()).or_insert(0.0) += secs;
@@ -95,7 +113,7 @@ impl ApcEngine {
             }
             // The queries: the APC itself and, when it has quantifiers, its unfolding APC^K.
             let p = Arc::make_mut(&mut pool);
-            let base = p.and(std::iter::once(apc.formula).chain(blocking.iter().copied()));
+            let base = p.and(std::iter::once(apc.formula).chain(blocking.iter().chain(hints.iter()).copied()));
             let mut queries = vec![("solve_apc".to_string(), base)];
             let mut bounded = None;
             if has_quantifiers {
@@ -103,14 +121,14 @@ impl ApcEngine {
                 // Within the budget: the unfolding alone took 10 s on EQCNT.
                 let until = Some(cx.deadline);
                 if let Some(unfolded) = unfold_until(p, apc.formula, k, false, MAX_UNFOLD_NODES, until) {
-                    let unfolded = p.and(std::iter::once(unfolded).chain(blocking.iter().copied()));
+                    let unfolded = p.and(std::iter::once(unfolded).chain(blocking.iter().chain(hints.iter()).copied()));
                     // For witnesses only, never for verdicts: with every κ < K all instances of each
                     // ∀τ are present, and the interleaving constraints make the iterations fit
                     // together, so models of this query are far more likely to be real runs.
                     if let Some(consistent) = unfold_until(p, apc.formula, k, true, MAX_UNFOLD_NODES, until) {
                         let kk = p.bv(64, k as u64);
                         let bounds: Vec<ExprId> = counters.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
-                        bounded = Some(p.and([consistent].into_iter().chain(blocking.iter().copied()).chain(bounds)));
+                        bounded = Some(p.and([consistent].into_iter().chain(blocking.iter().chain(hints.iter()).copied()).chain(bounds)));
                     }
                     queries.push(("solve_apc_k".to_string(), unfolded));
                 }
@@ -135,6 +153,12 @@ impl ApcEngine {
             };
             info!(query = %last.name, k, "definite answer");
             match last.answer.outcome {
+                Outcome::Unsat if !hints.is_empty() => {
+                    // Only the preferred lengths are ruled out: ask again without them.
+                    debug!("no model with the preferred buffer lengths; asking without them");
+                    hints.clear();
+                    continue;
+                }
                 Outcome::Unsat if blocking.is_empty() && apc.complete => {
                     return Ok(Finding::Unreachable(format!(
                         "the abstract path condition is unsatisfiable ({})",
@@ -201,6 +225,7 @@ impl ApcEngine {
                         return Ok(Finding::Unknown(reason));
                     }
                     blocking.extend(blocks);
+                    hints.append(&mut preferred);
                     k = (k * 2).min(config.max_unfold_k);
                 }
             }

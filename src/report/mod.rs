@@ -319,10 +319,16 @@ const SHOWN: usize = 5;
 /// Longest APC (characters) the compact human report prints.
 const SHORT_APC: usize = 400;
 
-/// `[b0, b1, …] (N bytes)`, trailing zeros omitted.
+/// Most bytes of one buffer the human report prints (JSON has them all).
+const SHOWN_BYTES: usize = 64;
+
+/// `[b0, b1, …] (N bytes)`, trailing zeros omitted, at most [`SHOWN_BYTES`] shown.
 fn show_bytes(bytes: &[u8]) -> String {
     let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1);
-    let shown: Vec<String> = bytes[..end].iter().map(|b| b.to_string()).collect();
+    let mut shown: Vec<String> = bytes[..end.min(SHOWN_BYTES)].iter().map(|b| b.to_string()).collect();
+    if end > SHOWN_BYTES {
+        shown.push(format!("… {} more", end - SHOWN_BYTES));
+    }
     format!("[{}] ({} bytes)", shown.join(", "), bytes.len())
 }
 

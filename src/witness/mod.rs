@@ -85,14 +85,49 @@ fn loads_in(pool: &ExprPool, root: ExprId) -> Vec<(ExprId, ExprId, u32)> {
     out
 }
 
-/// The bytes of input buffer `obj` (sized from the loads of the solved formula, with slack,
-/// and covering its pointer slots) and the buffers its slots point to.
-fn buffer_contents(apc: &Apc, obj: crate::symex::ObjectId, loads: &[(ExprId, ExprId, u32)], m: &mut ModelView) -> (Vec<u8>, Vec<Pointee>) {
+/// Largest length a tied length parameter is first asked to stay within (see [`length_ties`]).
+pub const PREFERRED_MAX_LEN: u64 = 64;
+
+/// Whether an integer parameter's name says it is the length of a buffer (`len`, `length`,
+/// `size`, `n`, `count`, `buf_len`, `nbytes`, ...).
+fn is_length_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    let n = n.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    ["len", "length", "size", "sz", "n", "count", "cnt", "num", "nbytes", "bytes", "cap", "capacity", "nmemb", "avail"].contains(&n)
+        || ["len", "length", "size", "count", "_n", "bytes"].iter().any(|s| n.ends_with(s))
+}
+
+/// `(buffer parameter, length parameter)` index pairs: an integer parameter named like a length
+/// (see [`is_length_name`]) tied to the nearest pointer parameter before it (`char *s, size_t
+/// len`; `const uint8_t *buf, int n`), else after it. The APC engine first asks for models with
+/// such lengths at most [`PREFERRED_MAX_LEN`] (a preference, dropped when unsatisfiable, never
+/// a proof), and the buffer of a witness is made as long as its length says, so that a replay
+/// does not read past it (a `len = 64 GiB` model with a 64-byte buffer crashed replays).
+pub fn length_ties(program: &Program) -> Vec<(usize, usize)> {
+    let params = &program.function.params;
+    let mut out = vec![];
+    for (k, p) in params.iter().enumerate() {
+        if !matches!(p.ty, Ty::Int(w) if w >= 8) || !is_length_name(&p.name) {
+            continue;
+        }
+        let before = (0..k).rev().find(|&j| matches!(params[j].ty, Ty::Ptr));
+        let after = (k + 1..params.len()).find(|&j| matches!(params[j].ty, Ty::Ptr));
+        if let Some(b) = before.or(after) {
+            out.push((b, k));
+        }
+    }
+    out
+}
+
+/// The bytes of input buffer `obj` and the buffers its slots point to. Its size: `tied_len`
+/// when a length parameter says it (see [`length_ties`]), else from the loads of the solved
+/// formula; always covering its pointer slots, with slack.
+fn buffer_contents(apc: &Apc, obj: crate::symex::ObjectId, loads: &[(ExprId, ExprId, u32)], m: &mut ModelView, tied_len: Option<u64>) -> (Vec<u8>, Vec<Pointee>) {
     let info = apc.inputs.object(obj);
     let slots = apc.inputs.pointees_of(obj);
-    let mut needed = slots.iter().map(|(o, _)| o + 8).max().unwrap_or(0);
+    let mut needed = slots.iter().map(|(o, _)| o + 8).max().unwrap_or(0).max(tied_len.unwrap_or(0));
     for (root, off, n) in loads {
-        if *root == info.initial {
+        if *root == info.initial && tied_len.is_none() {
             if let Some(o) = m.eval(*off) {
                 if o < MAX_INPUT_LEN {
                     needed = needed.max(o + *n as u64);
@@ -105,7 +140,7 @@ fn buffer_contents(apc: &Apc, obj: crate::symex::ObjectId, loads: &[(ExprId, Exp
     let pointees = slots
         .into_iter()
         .map(|(offset, child)| {
-            let (bytes, pointees) = buffer_contents(apc, child, loads, m);
+            let (bytes, pointees) = buffer_contents(apc, child, loads, m, None);
             Pointee { offset, bytes, pointees }
         })
         .collect();
@@ -116,17 +151,28 @@ fn buffer_contents(apc: &Apc, obj: crate::symex::ObjectId, loads: &[(ExprId, Exp
 /// constraints): buffer sizes come from the loads in the formula that was actually solved.
 pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, solved: ExprId, m: &mut ModelView) -> Witness {
     let loads = loads_in(pool, solved);
+    let ties = length_ties(program);
+    let fparams = &program.function.params;
+    // A tied length's value (when it fits an input) is its buffer's size.
+    let tied_len = |k: usize, m: &mut ModelView| -> Option<u64> {
+        ties.iter()
+            .filter(|(b, _)| *b == k)
+            .filter_map(|(_, l)| apc.inputs.param_input(&fparams[*l].name).and_then(|s| m.eval(s)))
+            .filter(|v| *v <= MAX_INPUT_LEN)
+            .max()
+    };
     let mut params = vec![];
-    for p in &program.function.params {
+    for (k, p) in fparams.iter().enumerate() {
         match &p.ty {
             Ty::Int(w) => {
                 let value = apc.inputs.param_input(&p.name).and_then(|s| m.eval(s)).unwrap_or(0);
                 params.push(ParamInput::Int { name: p.name.clone(), width: *w, value });
             }
             Ty::Ptr => {
+                let tied = tied_len(k, m);
                 let (bytes, pointees) = match apc.inputs.param_buffer_object(&p.name) {
-                    Some(obj) => buffer_contents(apc, obj.id, &loads, m),
-                    None => (vec![0; BUFFER_SLACK], vec![]),
+                    Some(obj) => buffer_contents(apc, obj.id, &loads, m, tied),
+                    None => (vec![0; tied.unwrap_or(0) as usize + BUFFER_SLACK], vec![]),
                 };
                 params.push(ParamInput::Buffer { name: p.name.clone(), bytes, pointees });
             }
@@ -149,4 +195,34 @@ pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, solved: ExprId,
         nondet = (0..len).map(|k| m.eval_element(stream, k).unwrap_or(0)).collect();
     }
     Witness { params, nondet }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Function, Param, ParamExt, ValueId};
+
+    fn program(params: &[(&str, Ty)]) -> Program {
+        let function = Function {
+            name: "f".into(),
+            params: params.iter().enumerate().map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: (*n).into(), ty: ty.clone(), ext: ParamExt::None }).collect(),
+            ret: Ty::Void,
+            blocks: vec![],
+            value_types: vec![],
+            value_names: vec![],
+            in_cycle: vec![],
+        };
+        Program { function, globals: vec![], target_names: vec![] }
+    }
+
+    #[test]
+    fn lengths_tie_to_the_nearest_buffer_before_them_else_after() {
+        let p = program(&[("s", Ty::Ptr), ("len", Ty::Int(64)), ("flags", Ty::Int(32)), ("out", Ty::Ptr), ("out_size", Ty::Int(32))]);
+        assert_eq!(length_ties(&p), vec![(0, 1), (3, 4)]);
+        let p = program(&[("n", Ty::Int(32)), ("buf", Ty::Ptr)]);
+        assert_eq!(length_ties(&p), vec![(1, 0)]);
+        // Not lengths: other names, flags, no buffer at all.
+        assert!(length_ties(&program(&[("s", Ty::Ptr), ("mode", Ty::Int(32)), ("c", Ty::Int(1))])).is_empty());
+        assert!(length_ties(&program(&[("len", Ty::Int(32))])).is_empty());
+    }
 }

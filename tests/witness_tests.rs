@@ -187,3 +187,28 @@ int count_q(const char *s, size_t len) {
     assert!(len <= buf, "len {len} over a {buf}-byte buffer: {r:#}");
     assert!(buf <= len + 64, "the buffer is cut to its length (and the slack): {r:#}");
 }
+
+/// Integer inputs are shown as their C types read them (from `-g` debug information): a
+/// `long long` negative, an `unsigned long` (through a `size_t`-like typedef) unsigned.
+#[test]
+fn integer_inputs_are_shown_with_their_c_types() {
+    let src = "typedef unsigned long my_size;
+int g(long long a, my_size b) {
+  if (a < -5 && b > 0xfffffffffffffff0UL)
+    return 1;
+  return 0;
+}
+";
+    let p = c_program("ctypes", src);
+    let args = ["--function", "g", "--line", "ctypes.c:4", "--timeout", "30"];
+    let r = json_report(&p.path, &args);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let inputs = r["witness"]["inputs"].as_array().unwrap();
+    assert_eq!(inputs[0]["c_type"], "long long");
+    assert!(inputs[0]["c_value"].as_i64().unwrap() < -5, "{r:#}");
+    assert_eq!(inputs[1]["c_type"], "my_size");
+    assert!(inputs[1]["c_value"].as_u64().unwrap() > 0xffff_ffff_ffff_fff0, "{r:#}");
+    let text = String::from_utf8_lossy(&run_on(&p.path, &args).stdout).into_owned();
+    assert!(text.lines().any(|l| l.starts_with("  a = -") && l.ends_with("(long long)")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("  b = 18446744073709551") && l.ends_with("(my_size)")), "{text}");
+}

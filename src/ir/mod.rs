@@ -265,6 +265,16 @@ pub struct Param {
     pub name: String,
     pub ty: Ty,
     pub ext: ParamExt,
+    /// The parameter's C integer type, from debug information (`load::ctypes`): how its
+    /// values are shown. `None` without `-g` or for non-integers.
+    pub c_type: Option<CType>,
+}
+
+/// A C integer type as the source names it (`size_t`, `unsigned long`, `enum mode`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CType {
+    pub name: String,
+    pub signed: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 mod input;
 mod llvm;
 mod lower;
+pub mod ctypes;
 mod normalize;
 pub mod recursion;
 pub mod target;
@@ -71,6 +72,9 @@ fn link_environment_models<'ctx>(ctx: &'ctx Context, module: &inkwell::module::M
     debug!(?needed, "library models linked");
     Ok(())
 }
+
+/// Largest bitcode (bytes) whose text is printed to read parameter types from.
+const MAX_BITCODE_FOR_C_TYPES: usize = 1 << 20;
 
 /// Knobs of loading.
 #[derive(Clone, Debug)]
@@ -174,6 +178,14 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         llvm::set_value_name(f.as_value_ref(), function);
         f.set_linkage(linkage);
     }
+    // Parameters' C types from the debug information, while the function is as written (the
+    // text of a huge module is not worth printing for this).
+    let c_types = if instrumented_bitcode.len() <= MAX_BITCODE_FOR_C_TYPES {
+        let n = module.get_function(function).map_or(0, |f| f.count_params() as usize);
+        ctypes::param_types(&module.print_to_string().to_string(), function, n)
+    } else {
+        vec![]
+    };
     let replay_function = if function == "main" {
         REPLAY_MAIN.to_string()
     } else if internal.is_some() {
@@ -197,7 +209,10 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     info!("normalised with '{}'", normalize::PIPELINE);
 
     let f = module.get_function(function).expect("checked above").as_value_ref();
-    let program = lower::lower(m, f, target_blocks.clone())?;
+    let mut program = lower::lower(m, f, target_blocks.clone())?;
+    for (p, c) in program.function.params.iter_mut().zip(c_types) {
+        p.c_type = c;
+    }
     // No marker left anywhere in the module: the target blocks were dropped as dead code (the
     // inliner copies only the blocks a call can reach, and removes internal functions it
     // inlined everywhere), so nothing leads to them and the analysis answers unreachable. A

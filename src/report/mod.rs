@@ -72,6 +72,10 @@ pub struct Report {
     pub witness: Option<WitnessReport>,
     /// Files written by `--emit-tests`.
     pub tests: Vec<String>,
+    /// C types of the integer parameters, by name (see `load::ctypes`); in JSON as each
+    /// input's `c_type` and `c_value`.
+    #[serde(skip)]
+    pub param_c_types: BTreeMap<String, crate::ir::CType>,
     /// Why `--emit-tests` wrote nothing for a reaching witness.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_error: Option<String>,
@@ -147,6 +151,7 @@ impl Report {
                 .collect(),
             backbones: s.backbones.iter().map(|b| path(&b.nodes)).collect(),
             backbone_count: s.backbones.len(),
+            param_c_types: f.params.iter().filter_map(|p| p.c_type.clone().map(|c| (p.name.clone(), c))).collect(),
             truncated: s.truncated,
             apc: None,
             smtlib: None,
@@ -171,6 +176,7 @@ impl Report {
             loops: vec![],
             backbones: vec![],
             backbone_count: 0,
+            param_c_types: BTreeMap::new(),
             truncated: false,
             apc: None,
             smtlib: None,
@@ -183,8 +189,36 @@ impl Report {
         }
     }
 
+    /// The JSON report. Integer inputs whose C type is known (debug information) also carry
+    /// `c_type` and `c_value`, the value as that type reads it (`value` holds the bits).
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("reports serialise")
+        let mut v = serde_json::to_value(self).expect("reports serialise");
+        if let Some(inputs) = v.pointer_mut("/witness/inputs").and_then(|i| i.as_array_mut()) {
+            for input in inputs {
+                let (Some(name), Some(width), Some(bits)) = (
+                    input["name"].as_str().map(str::to_string),
+                    input["width"].as_u64(),
+                    input["value"].as_u64(),
+                ) else {
+                    continue;
+                };
+                if let Some(c) = self.param_c_types.get(&name) {
+                    input["c_type"] = c.name.clone().into();
+                    input["c_value"] = if c.signed { crate::expr::to_signed(width as u32, bits).into() } else { bits.into() };
+                }
+            }
+        }
+        serde_json::to_string_pretty(&v).expect("reports serialise")
+    }
+
+    /// How the human report shows integer input `name` of `width` bits holding `bits`: as its C
+    /// type reads it, with the type's name; else signed, with the width.
+    fn show_int(&self, name: &str, width: u32, bits: u64) -> String {
+        match self.param_c_types.get(name) {
+            Some(c) if c.signed => format!("{} ({})", crate::expr::to_signed(width, bits), c.name),
+            Some(c) => format!("{bits} ({})", c.name),
+            None => format!("{} (i{width})", crate::expr::to_signed(width, bits)),
+        }
     }
 
     /// The human report, compact: see [`Report::to_text_detailed`].
@@ -211,7 +245,7 @@ impl Report {
             for i in &w.inputs {
                 match i {
                     crate::witness::ParamInput::Int { name, width, value } => {
-                        let _ = writeln!(out, "  {name} = {} (i{width})", crate::expr::to_signed(*width, *value));
+                        let _ = writeln!(out, "  {name} = {}", self.show_int(name, *width, *value));
                     }
                     crate::witness::ParamInput::Buffer { name, bytes, pointees } => {
                         let _ = writeln!(out, "  {name} = {}", show_bytes(bytes));

@@ -205,7 +205,7 @@ mod tests {
     fn program(params: &[(&str, Ty)]) -> Program {
         let function = Function {
             name: "f".into(),
-            params: params.iter().enumerate().map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: (*n).into(), ty: ty.clone(), ext: ParamExt::None }).collect(),
+            params: params.iter().enumerate().map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: (*n).into(), ty: ty.clone(), ext: ParamExt::None, c_type: None }).collect(),
             ret: Ty::Void,
             blocks: vec![],
             value_types: vec![],

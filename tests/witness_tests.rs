@@ -212,3 +212,28 @@ int g(long long a, my_size b) {
     assert!(text.lines().any(|l| l.starts_with("  a = -") && l.ends_with("(long long)")), "{text}");
     assert!(text.lines().any(|l| l.starts_with("  b = 18446744073709551") && l.ends_with("(my_size)")), "{text}");
 }
+
+/// `--emit-tests` into the same directory again: the same witness is not kept twice, and after
+/// a source edit the directory follows the new program instead of refusing it.
+#[test]
+fn emitting_again_is_idempotent_and_follows_source_edits() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t");
+    let src = "int f(int x) {\n  if (x * 3 == 51)\n    return 1;\n  return 0;\n}\n";
+    let p = c_program("again", src);
+    let args = ["--function", "f", "--line", "again.c:3", "--timeout", "30", "--engine", "apc", "--emit-tests", dir.to_str().unwrap()];
+    for _ in 0..2 {
+        let r = json_report(&p.path, &args);
+        assert_eq!(r["verdict"], "reachable", "{r:#}");
+    }
+    let tests = |dir: &Path| std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "c")).count();
+    assert_eq!(tests(&dir), 1, "the same witness twice is one test");
+    // An edit (the constant changes): accepted, the metadata names the new program.
+    let before = std::fs::read_to_string(dir.join("metadata.xml")).unwrap();
+    std::fs::write(&p.path, src.replace("51", "54")).unwrap();
+    let r = json_report(&p.path, &args);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert!(r["test_error"].is_null(), "{r:#}");
+    assert_ne!(std::fs::read_to_string(dir.join("metadata.xml")).unwrap(), before);
+    assert_eq!(tests(&dir), 2, "a new witness for the new program");
+}

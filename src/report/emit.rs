@@ -198,15 +198,38 @@ pub fn emit(dir: &Path, tc: &TestCase) -> Result<Vec<PathBuf>> {
     let program = std::fs::read(tc.program_file).map_err(|e| io_err(tc.program_file, e))?;
     let hash = format!("{:x}", Sha256::digest(&program));
     let metadata = dir.join("metadata.xml");
-    if let Ok(existing) = std::fs::read_to_string(&metadata) {
-        if existing.contains(MARK) && !existing.contains(&hash) {
-            return Err(Error::bad_input(format!(
-                "--emit-tests: {} holds tests of another program (its programhash differs); use another directory",
-                dir.display()
-            )));
+    let base = sanitize(&format!("{}_{}", tc.function, tc.target));
+    // The tests already here for this function and target (`base_N.c` written by us).
+    let mut same_target: Vec<(PathBuf, String)> = vec![];
+    for n in 1.. {
+        let c = dir.join(format!("{base}_{n}.c"));
+        let Ok(text) = std::fs::read_to_string(&c) else {
+            if n > 64 && !c.exists() {
+                break;
+            }
+            continue;
+        };
+        if text.contains(MARK) {
+            same_target.push((c, text));
+        }
+        if n > 4096 {
+            break;
         }
     }
-    let base = sanitize(&format!("{}_{}", tc.function, tc.target));
+    // The program changed since (a source edit): this target's kept tests follow it, and the
+    // directory's metadata names the new program.
+    let changed = std::fs::read_to_string(&metadata).is_ok_and(|m| m.contains(MARK) && !m.contains(&hash));
+    if changed {
+        for (c, _) in &same_target {
+            write_atomically(&c.with_extension("bc"), tc.bitcode)?;
+        }
+        write_atomically(&metadata, metadata_xml(tc, &hash).as_bytes())?;
+    }
+    // The same witness again: nothing new to keep.
+    if let Some((c, _)) = same_target.iter().find(|(_, text)| text.split_once('\n').is_some_and(|(_, rest)| rest == tc.driver_source)) {
+        let n = c.file_stem().and_then(|s| s.to_str()).and_then(|s| s.rsplit('_').next()).unwrap_or("1").to_string();
+        return Ok(vec![c.clone(), c.with_extension("bc"), dir.join(format!("testcase-{n}.xml")), dir.join("Makefile"), metadata]);
+    }
     let n = (1..)
         .find(|n| !dir.join(format!("{base}_{n}.c")).exists() && !dir.join(format!("testcase-{n}.xml")).exists() && !dir.join(format!("{base}_{n}.bc")).exists())
         .expect("a free number");

@@ -112,14 +112,14 @@ fn nondet_calls_in_main_give_testcomp_xml() {
 }
 
 #[test]
-fn a_second_test_takes_the_next_number_and_user_files_are_kept() {
+fn a_second_target_takes_the_next_number_and_user_files_are_kept() {
     let d = tempfile::tempdir().unwrap();
-    let src = "extern void reach_error(void);\nvoid f(int x) { if (x * 3 == 21) reach_error(); }";
+    let src = "extern void reach_error(void);\nvoid f(int x) { if (x * 3 == 21) reach_error(); }\nvoid g(int x) { if (x * 5 == 35) reach_error(); }";
     let p = c_program("mul", src);
     let args = ["--function", "f", "--call", "reach_error", "--emit-tests", d.path().to_str().unwrap()];
     json_report(&p.path, &args);
-    json_report(&p.path, &args);
-    assert!(d.path().join("f_if_then_1.c").exists() && d.path().join("f_if_then_2.c").exists());
+    json_report(&p.path, &["--function", "g", "--call", "reach_error", "--emit-tests", d.path().to_str().unwrap()]);
+    assert!(d.path().join("f_if_then_1.c").exists() && d.path().join("g_if_then_2.c").exists());
     assert!(d.path().join("testcase-2.xml").exists());
 
     // A Makefile of the user's own: exit status 2, nothing written, the file untouched.

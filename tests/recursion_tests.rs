@@ -59,7 +59,7 @@ fn brackets(name: &str, deep: u32) -> CProgram {
 fn a_target_two_levels_down_a_recursive_descent_parser_is_reached() {
     let p = brackets("brackets", 2);
     let line = format!("brackets.c:{TARGET_LINE}");
-    let r = json_report(&p.path, &["--function", "parse", "--line", &line, "--timeout", "30"]);
+    let r = json_report(&p.path, &["--function", "parse", "--line", &line, "--timeout", "60"]);
     assert_reachable(&r);
     // Three opening brackets, then the 7.
     let s = &r["witness"]["inputs"][0]["bytes"];

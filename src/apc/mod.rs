@@ -17,6 +17,9 @@ use tracing::debug;
 pub struct BackboneApc {
     /// Index into `Structure::backbones`.
     pub backbone: usize,
+    /// The target number of the block the backbone ends in (numbers from
+    /// `Program::target_names.len()` on are recursion cut sites, see `load::recursion`).
+    pub target: Option<u32>,
     pub tests: Vec<ExprId>,
     pub formula: ExprId,
 }
@@ -188,7 +191,11 @@ impl<'a> ApcBuilder<'a> {
             // Counters stay free: the whole APC is existentially closed by satisfiability.
             let formula = self.pool.and(r.tests.iter().copied());
             debug!(backbone = i, apc = %Printer::new(&self.pool).print(formula), "apc of backbone");
-            backbones.push(BackboneApc { backbone: i, tests: r.tests, formula });
+            let target = match bb.nodes.last() {
+                Some(crate::cfg::Node::Block(b)) => self.program.function.block(*b).target,
+                _ => None,
+            };
+            backbones.push(BackboneApc { backbone: i, target, tests: r.tests, formula });
         }
         let any = self.pool.or(backbones.iter().map(|b| b.formula));
         // Facts of every native run (object address ranges) that the path conditions rely on.

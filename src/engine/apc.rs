@@ -85,6 +85,14 @@ impl ApcEngine {
         // for them). Dropped for good when the APC with them is unsatisfiable; never part of a
         // proof.
         let mut hints: Vec<ExprId> = vec![];
+        // When recursion was cut (`load::recursion`), models that reach only a cut site cannot
+        // replay into the target: ask first for one that reaches a real target block.
+        let real = program.target_names.len() as u32;
+        if apc.backbones.iter().any(|b| b.target.is_some_and(|t| t >= real)) {
+            let p = Arc::make_mut(&mut pool);
+            let primary = p.or(apc.backbones.iter().filter(|b| b.target.is_some_and(|t| t < real)).map(|b| b.formula));
+            hints.push(primary);
+        }
         let mut preferred: Vec<ExprId> = {
             let p = Arc::make_mut(&mut pool);
             let params = &program.function.params;

@@ -252,14 +252,19 @@ fn human_report_lists_loops_backbones_and_verdict() {
     assert!(text.lines().any(|l| l.starts_with("verdict: ")), "{text}");
 }
 
+/// `chain(int *a)` with `n` ifs in a row: 2^n backbones.
+fn chain_of_ifs(n: u32) -> String {
+    let mut body = String::new();
+    for k in 0..n {
+        body.push_str(&format!("  if (a[{k}] > {k}) s += {k}; else s -= 1;\n"));
+    }
+    format!("extern void reach_error(void);\nvoid chain(int *a) {{\n  int s = 0;\n{body}  if (s == 7) reach_error();\n}}\n")
+}
+
 #[test]
 fn backbone_bound_is_reported() {
     // 2^12 paths through a chain of ifs; a bound of 64 must be reported as hit.
-    let mut body = String::new();
-    for k in 0..12 {
-        body.push_str(&format!("  if (a[{k}] > {k}) s += {k}; else s -= 1;\n"));
-    }
-    let src = format!("extern void reach_error(void);\nvoid chain(int *a) {{\n  int s = 0;\n{body}  if (s == 7) reach_error();\n}}\n");
+    let src = chain_of_ifs(12);
     let r = analyse("chain", &src, &["--function", "chain", "--call", "reach_error", "--max-backbones", "64"]);
     assert_eq!(r["truncated"], true);
     assert_eq!(r["backbones"].as_array().unwrap().len(), 64);
@@ -269,11 +274,7 @@ fn backbone_bound_is_reported() {
 #[test]
 fn a_function_with_thousands_of_backbones_gets_a_short_report() {
     // 2^12 = 4,096 backbones through a chain of 12 ifs (about 40 blocks).
-    let mut body = String::new();
-    for k in 0..12 {
-        body.push_str(&format!("  if (a[{k}] > {k}) s += {k}; else s -= 1;\n"));
-    }
-    let src = format!("extern void reach_error(void);\nvoid chain(int *a) {{\n  int s = 0;\n{body}  if (s == 7) reach_error();\n}}\n");
+    let src = chain_of_ifs(12);
     let p = c_program("chain4096", &src);
     let args = ["--function", "chain", "--call", "reach_error", "--timeout", "20"];
     let out = run_on(&p.path, &args);

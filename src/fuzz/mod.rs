@@ -284,7 +284,8 @@ impl Fuzzer {
         let start = Instant::now();
         let end = match Session::new(self, seeds) {
             Ok(mut s) => {
-                let end = s.search(seeds, dictionary, fills, limits, cancel, replay, &mut stats).unwrap_or_else(|e| FuzzEnd::GaveUp(format!("fuzzing failed: {e}")));
+                s.fills = fills.to_vec();
+                let end = s.search(seeds, dictionary, limits, cancel, replay, &mut stats).unwrap_or_else(|e| FuzzEnd::GaveUp(format!("fuzzing failed: {e}")));
                 stats.corpus_size = std::fs::read_dir(s.jail.join("corpus")).map(|d| d.count() as u64).unwrap_or(0);
                 if !self.keep_temps {
                     let _ = std::fs::remove_dir_all(&s.work);
@@ -313,6 +314,8 @@ struct Session {
     jail: PathBuf,
     layout: InputLayout,
     logs: u32,
+    /// Values of the constant-fill seeds (see [`InputLayout::fill_seed`]).
+    fills: Vec<u64>,
 }
 
 impl Session {
@@ -330,7 +333,7 @@ impl Session {
         let layout = fuzzer.layout.with_shapes_of(seeds);
         let words: Vec<u8> = layout.shape_words().iter().flat_map(|w| w.to_le_bytes()).collect();
         write(&jail.join(cdriver::SHAPE_PATH.trim_start_matches('/')), &words)?;
-        Ok(Session { work, jail, layout, logs: 0 })
+        Ok(Session { work, jail, layout, logs: 0, fills: vec![] })
     }
 
     fn log_path(&mut self, kind: &str) -> PathBuf {
@@ -392,7 +395,6 @@ impl Session {
         &mut self,
         seeds: &[Witness],
         dictionary: &[Vec<u8>],
-        fills: &[u64],
         limits: &FuzzLimits,
         cancel: &AtomicBool,
         replay: &(dyn Fn(&Witness) -> bool + Sync),
@@ -412,7 +414,7 @@ impl Session {
         stats.seeds_used = encoded.len() as u64;
         // Constant-fill seeds (see `InputLayout::fill_seed`) after the models: cheap, and
         // libFuzzer runs every corpus entry once before it mutates.
-        for v in fills {
+        for v in &self.fills {
             let bytes = self.layout.fill_seed(*v, FILL_CALLS);
             if encoded.insert(bytes.clone()) {
                 write(&self.jail.join(format!("corpus/fill-{:04}", encoded.len())), &bytes)?;

@@ -44,6 +44,16 @@ pub fn functions(m: LLVMModuleRef) -> Vec<Value> {
 }
 
 
+pub fn globals(m: LLVMModuleRef) -> Vec<Value> {
+    let mut out = vec![];
+    let mut g = unsafe { LLVMGetFirstGlobal(m) };
+    while !g.is_null() {
+        out.push(g);
+        g = unsafe { LLVMGetNextGlobal(g) };
+    }
+    out
+}
+
 pub fn is_declaration(f: Value) -> bool {
     unsafe { LLVMIsDeclaration(f) != 0 }
 }

@@ -62,16 +62,6 @@ fn function_named(m: LLVMModuleRef, name: &str) -> Option<Value> {
     (!f.is_null()).then_some(f)
 }
 
-fn globals(m: LLVMModuleRef) -> Vec<Value> {
-    let mut out = vec![];
-    let mut g = unsafe { LLVMGetFirstGlobal(m) };
-    while !g.is_null() {
-        out.push(g);
-        g = unsafe { LLVMGetNextGlobal(g) };
-    }
-    out
-}
-
 fn is_local_linkage(v: Value) -> bool {
     matches!(unsafe { LLVMGetLinkage(v) }, LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage)
 }
@@ -217,7 +207,7 @@ pub fn unroll(module: &inkwell::module::Module<'_>, depth: u32, cut_marker_id: u
 
     // Internal symbols become external for the link; their linkage is restored afterwards.
     let mut local: Vec<(Value, LLVMLinkage)> = vec![];
-    for v in llvm::functions(m).into_iter().chain(globals(m)) {
+    for v in llvm::functions(m).into_iter().chain(llvm::globals(m)) {
         if is_local_linkage(v) {
             local.push((v, unsafe { LLVMGetLinkage(v) }));
             unsafe { LLVMSetLinkage(v, LLVMLinkage::LLVMExternalLinkage) };
@@ -237,7 +227,7 @@ pub fn unroll(module: &inkwell::module::Module<'_>, depth: u32, cut_marker_id: u
                     make_declaration(clone, f);
                 }
             }
-            for g in globals(clone) {
+            for g in llvm::globals(clone) {
                 if !LLVMGetInitializer(g).is_null() {
                     LLVMSetInitializer(g, std::ptr::null_mut());
                 }

@@ -174,6 +174,17 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             report.witness = result.attempt;
         }
     }
+    // Stubs stand in for functions the bitcode lacks in every replay: the report says which
+    // (a `--call` target's own stub is expected and not listed).
+    if native.is_done() && (report.witness.is_some() || report.verdict == Verdict::Reachable) {
+        if let Ok(rp) = native.get() {
+            let call_target = match &config.target {
+                crate::load::TargetSpec::Call(f) => Some(f.as_str()),
+                _ => None,
+            };
+            report.stubs = rp.stubbed().into_iter().filter(|s| Some(s.as_str()) != call_target).collect();
+        }
+    }
     if config.keep_temps {
         if let Ok(rp) = native.get() {
             eprintln!("apc-llvm: replay files kept in {}", rp.dir().display());

@@ -237,3 +237,13 @@ fn emitting_again_is_idempotent_and_follows_source_edits() {
     assert_ne!(std::fs::read_to_string(dir.join("metadata.xml")).unwrap(), before);
     assert_eq!(tests(&dir), 2, "a new witness for the new program");
 }
+
+/// A function the bitcode lacks runs as a stub returning 0 in replays: the report names it (the
+/// `--call` target's own stub is expected and not listed).
+#[test]
+fn replay_stubs_are_reported() {
+    let src = "extern int get_mode(void);\nextern void reach_error(void);\nint f(int x) {\n  int m = get_mode();\n  if (x == 12 && m == 0)\n    reach_error();\n  return 0;\n}\n";
+    let r = analyse("stubbed", src, &["--function", "f", "--call", "reach_error", "--timeout", "30"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(strings(&r["stubs"]), vec!["get_mode".to_string()], "{r:#}");
+}

@@ -124,6 +124,16 @@ impl Replayer {
         self.dir.path()
     }
 
+    /// Functions without a definition that the replay program got stubs for (they return 0).
+    pub fn stubbed(&self) -> Vec<String> {
+        self.stubs
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .filter_map(|l| l.strip_prefix("long ").and_then(|r| r.split_once('(')).map(|(n, _)| n.to_string()))
+            .collect()
+    }
+
     fn spec(&self) -> driver::DriverSpec<'_> {
         driver::DriverSpec { function: &self.function, call_name: &self.call_name, declared: &self.declared, targets: &self.targets }
     }

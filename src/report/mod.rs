@@ -72,6 +72,10 @@ pub struct Report {
     pub witness: Option<WitnessReport>,
     /// Files written by `--emit-tests`.
     pub tests: Vec<String>,
+    /// Functions without a definition in the bitcode that replays linked a stub for (returning
+    /// 0): a witness ran with them, not with the real functions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stubs: Vec<String>,
     /// C types of the integer parameters, by name (see `load::ctypes`); in JSON as each
     /// input's `c_type` and `c_value`.
     #[serde(skip)]
@@ -151,6 +155,7 @@ impl Report {
                 .collect(),
             backbones: s.backbones.iter().map(|b| path(&b.nodes)).collect(),
             backbone_count: s.backbones.len(),
+            stubs: vec![],
             param_c_types: f.params.iter().filter_map(|p| p.c_type.clone().map(|c| (p.name.clone(), c))).collect(),
             truncated: s.truncated,
             apc: None,
@@ -176,6 +181,7 @@ impl Report {
             loops: vec![],
             backbones: vec![],
             backbone_count: 0,
+            stubs: vec![],
             param_c_types: BTreeMap::new(),
             truncated: false,
             apc: None,
@@ -260,6 +266,9 @@ impl Report {
                 let v: Vec<String> = w.nondet.iter().map(|x| x.to_string()).collect();
                 let _ = writeln!(out, "  nondet = [{}]", v.join(", "));
             }
+        }
+        if !self.stubs.is_empty() {
+            let _ = writeln!(out, "replay stubs: {} (no definition in the bitcode; they return 0 in replays)", self.stubs.join(", "));
         }
         if !self.tests.is_empty() {
             let _ = writeln!(out, "\nregression test written: {}", self.tests.join(", "));

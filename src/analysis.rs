@@ -42,7 +42,7 @@ pub fn run_bounded(config: &Config) -> Bounded {
 pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let t0 = Instant::now();
     progress.enter("loading the program");
-    let options = load::LoadOptions { recursion_depth: config.recursion_depth };
+    let options = config.load_options();
     let loaded = load::load_with(&config.input, &config.function, &config.target, &options)?;
     let t_load = t0.elapsed().as_secs_f64();
     // The native builds (replay, and fuzzing when asked for) run while the APC is built and

@@ -35,6 +35,10 @@ pub struct Config {
     /// Copies of each recursive function analysed before its calls are cut (`--recursion-depth`,
     /// see [`crate::load::recursion`]).
     pub recursion_depth: u32,
+    /// More inputs linked with `input` (`.c`, `.bc`, `.ll`).
+    pub extra_inputs: Vec<PathBuf>,
+    /// A compilation database (`-p`): its C files are inputs too, with their own flags.
+    pub compile_commands: Option<PathBuf>,
 }
 
 impl Config {
@@ -53,6 +57,17 @@ impl Config {
             engines: EngineKind::ALL.to_vec(),
             max_memory: crate::backstop::default_max_memory(),
             recursion_depth: crate::load::recursion::DEFAULT_DEPTH,
+            extra_inputs: vec![],
+            compile_commands: None,
+        }
+    }
+
+    /// What loading needs of this configuration.
+    pub fn load_options(&self) -> crate::load::LoadOptions {
+        crate::load::LoadOptions {
+            recursion_depth: self.recursion_depth,
+            extra_inputs: self.extra_inputs.clone(),
+            compile_commands: self.compile_commands.clone(),
         }
     }
 }

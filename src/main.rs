@@ -20,8 +20,14 @@ use std::time::Duration;
 #[command(name = "apc-llvm", version, verbatim_doc_comment)]
 #[command(group(ArgGroup::new("target").required(true).args(["block", "line", "call"])))]
 struct Cli {
-    /// Program to analyse: LLVM bitcode (.bc), textual IR (.ll), or C (.c, compiled with clang-19 -g -O0)
-    input: PathBuf,
+    /// Program to analyse: LLVM bitcode (.bc), textual IR (.ll), or C (.c, compiled with clang-19 -g -O0);
+    /// several are linked into one program
+    #[arg(required_unless_present = "compile_commands")]
+    inputs: Vec<PathBuf>,
+    /// A compilation database (compile_commands.json, or the directory holding it): its C files
+    /// are inputs too, each compiled with its own -I/-D/-std flags
+    #[arg(short = 'p', long = "compile-commands", value_name = "DIR|FILE")]
+    compile_commands: Option<PathBuf>,
     /// Function whose parameters are the inputs (e.g. main)
     #[arg(long, value_name = "NAME")]
     function: String,
@@ -118,7 +124,14 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     if cli.max_backbones == 0 {
         return Err(Error::bad_input("--max-backbones must be at least 1"));
     }
-    let mut config = Config::new(&cli.input, &cli.function, target);
+    let first = match (cli.inputs.first(), &cli.compile_commands) {
+        (Some(i), _) => i.clone(),
+        (None, Some(db)) => apc_llvm::load::project::read_compile_commands(db)?[0].file.clone(),
+        (None, None) => unreachable!("clap requires an input or -p"),
+    };
+    let mut config = Config::new(&first, &cli.function, target);
+    config.extra_inputs = cli.inputs.iter().skip(1).cloned().collect();
+    config.compile_commands = cli.compile_commands.clone();
     config.timeout = Duration::from_secs_f64(cli.timeout);
     config.max_backbones = cli.max_backbones;
     config.keep_temps = cli.keep_temps;
@@ -162,7 +175,7 @@ fn verdict_list(flag: &str, list: &str) -> Result<Vec<String>, Error> {
 /// `--emit-instrumented`: load, mark, write; written to a temporary name first, so that a
 /// failure leaves no half-written file.
 fn emit_instrumented(config: &Config, out: &std::path::Path) -> Result<(), Error> {
-    let options = apc_llvm::load::LoadOptions { recursion_depth: config.recursion_depth };
+    let options = config.load_options();
     let loaded = apc_llvm::load::load_with(&config.input, &config.function, &config.target, &options)?;
     let tmp = out.with_extension("bc.partial");
     std::fs::write(&tmp, &loaded.instrumented_bitcode)

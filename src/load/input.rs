@@ -28,10 +28,21 @@ pub fn clang_path() -> PathBuf {
 
 /// Compiles a C file to bitcode in `out_dir` and returns the bitcode's path.
 pub fn compile_c(source: &Path, out_dir: &Path) -> Result<PathBuf> {
+    compile_c_with(source, out_dir, "", &[], None)
+}
+
+/// [`compile_c`] with more clang flags (before the analysis flags, which win), in directory
+/// `cwd` when given; `prefix` keeps the bitcode names of several inputs apart.
+pub fn compile_c_with(source: &Path, out_dir: &Path, prefix: &str, flags: &[String], cwd: Option<&Path>) -> Result<PathBuf> {
     let stem = source.file_stem().and_then(|s| s.to_str()).unwrap_or("input");
-    let out = out_dir.join(format!("{stem}.bc"));
+    let out = out_dir.join(format!("{prefix}{stem}.bc"));
     let clang = clang_path();
-    let output = crate::cleanup::output(Command::new(&clang).args(CLANG_ANALYSIS_FLAGS).arg(source).arg("-o").arg(&out), out_dir)
+    let mut cmd = Command::new(&clang);
+    cmd.args(flags).args(CLANG_ANALYSIS_FLAGS).arg(source).arg("-o").arg(&out);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let output = crate::cleanup::output(&mut cmd, out_dir)
         .map_err(|e| Error::internal(format!("cannot run {}: {e}", clang.display())))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -10,6 +10,7 @@ mod llvm;
 mod lower;
 pub mod ctypes;
 mod normalize;
+pub mod project;
 pub mod recursion;
 pub mod target;
 
@@ -20,7 +21,7 @@ use crate::error::{list_names, Error, Result};
 use crate::ir::Program;
 use inkwell::context::Context;
 use inkwell::values::AsValueRef;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tracing::{debug, info};
 
 /// The loaded program and what replay needs to run the original code.
@@ -82,11 +83,16 @@ pub struct LoadOptions {
     /// Copies of each recursive function inlined before a cut (see [`recursion`]); 0 leaves
     /// recursive calls unknown.
     pub recursion_depth: u32,
+    /// More inputs linked with the first (`.c`, `.bc`, `.ll`).
+    pub extra_inputs: Vec<PathBuf>,
+    /// A compilation database (`-p`): its C files are inputs too, each compiled with its own
+    /// flags (see [`project`]).
+    pub compile_commands: Option<PathBuf>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { recursion_depth: recursion::DEFAULT_DEPTH }
+        LoadOptions { recursion_depth: recursion::DEFAULT_DEPTH, extra_inputs: vec![], compile_commands: None }
     }
 }
 
@@ -113,12 +119,33 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         .tempdir()
         .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
     let _registered = crate::cleanup::Guard::new(tmp.path());
-    let bitcode_path = if input::classify(path, &[]) == input::InputKind::C {
-        info!("compiling {} with clang", path.display());
-        input::compile_c(path, tmp.path())?
-    } else {
-        path.to_path_buf()
+    // Every input with the flags its compilation database entry gives it (if any).
+    let database = match &options.compile_commands {
+        Some(p) => project::read_compile_commands(p)?,
+        None => vec![],
     };
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut inputs: Vec<PathBuf> = std::iter::once(path.to_path_buf()).chain(options.extra_inputs.iter().cloned()).collect();
+    for e in &database {
+        if !inputs.iter().any(|i| canonical(i) == canonical(&e.file)) {
+            inputs.push(e.file.clone());
+        }
+    }
+    let mut bitcode_paths = vec![];
+    for (k, input) in inputs.iter().enumerate() {
+        if k > 0 && !input.is_file() {
+            return Err(Error::bad_input(format!("{}: no such file", input.display())));
+        }
+        if input::classify(input, &[]) == input::InputKind::C {
+            info!("compiling {} with clang", input.display());
+            let entry = database.iter().find(|e| canonical(&e.file) == canonical(input));
+            let (flags, cwd) = entry.map_or((&[][..], None), |e| (&e.flags[..], Some(e.directory.as_path())));
+            bitcode_paths.push(input::compile_c_with(input, tmp.path(), &format!("{k}-"), flags, cwd)?);
+        } else {
+            bitcode_paths.push(input.to_path_buf());
+        }
+    }
+    let bitcode_path = bitcode_paths[0].clone();
 
     // One LLVM context per load, used by this thread only; every LLVM object of the load (module,
     // linked models, pass builder, target machine, raw values handed to `lower`) is dropped
@@ -126,6 +153,10 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     // owned data only (ARCHITECTURE.md, "Threads and FFI ownership").
     let ctx = Context::create();
     let module = input::parse_module(&ctx, &bitcode_path)?;
+    for (other, input) in bitcode_paths.iter().zip(&inputs).skip(1) {
+        let o = input::parse_module(&ctx, other)?;
+        llvm::link_modules(&module, o).map_err(|e| Error::bad_input(format!("{}: cannot be linked with the other inputs: {e}", input.display())))?;
+    }
     let m = module.as_mut_ptr();
     llvm::install_diagnostic_logger(m);
 

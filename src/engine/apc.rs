@@ -81,9 +81,9 @@ impl ApcEngine {
         let mut k = config.unfold_k;
         let mut blocking: Vec<ExprId> = vec![];
         // Preferences, not facts: tied buffer lengths at most PREFERRED_MAX_LEN (see
-        // `witness::length_ties`), asked for once a model has missed (so a proof never pays
-        // for them). Dropped for good when the APC with them is unsatisfiable; never part of a
-        // proof.
+        // `witness::length_ties`), so that witnesses stay small (a 16 KB buffer for a 6-byte
+        // answer otherwise). Dropped for good when the APC with them is unsatisfiable (a proof
+        // then takes a second query); never part of a proof.
         let mut hints: Vec<ExprId> = vec![];
         // When recursion was cut (`load::recursion`), models that reach only a cut site cannot
         // replay into the target: ask first for one that reaches a real target block.
@@ -93,7 +93,7 @@ impl ApcEngine {
             let primary = p.or(apc.backbones.iter().filter(|b| b.target.is_some_and(|t| t < real)).map(|b| b.formula));
             hints.push(primary);
         }
-        let mut preferred: Vec<ExprId> = {
+        hints.extend({
             let p = Arc::make_mut(&mut pool);
             let params = &program.function.params;
             witness::length_ties(&program)
@@ -104,8 +104,8 @@ impl ApcEngine {
                     let bound = p.bv(w, witness::PREFERRED_MAX_LEN.min(crate::expr::mask(w, u64::MAX)));
                     Some(p.cmp(IntPredicate::Ule, s, bound))
                 })
-                .collect()
-        };
+                .collect::<Vec<_>>()
+        });
         let mut models = 0u32;
         let timing = |out: &mut EngineResult, key: &str, secs: f64| {
             *out.timings.entry(key.to_string()).or_insert(0.0) += secs;
@@ -233,7 +233,6 @@ impl ApcEngine {
                         return Ok(Finding::Unknown(reason));
                     }
                     blocking.extend(blocks);
-                    hints.append(&mut preferred);
                     k = (k * 2).min(config.max_unfold_k);
                 }
             }

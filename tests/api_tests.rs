@@ -1,0 +1,84 @@
+//! A small C library written for these tests (tests/data/config_lib.c), analysed as a user would,
+//! without a harness: a `static` helper, a `(const char *buf, size_t len)` function, a function
+//! taking a `struct parser *` with a pointer field, a recursive-descent parser with a target two
+//! levels deep, and the library split in two files given as a compile_commands.json.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn lib() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/config_lib.c"))
+}
+
+/// The line of the statement commented `/* target: WHAT */`.
+fn line_of(source: &Path, what: &str) -> String {
+    let text = std::fs::read_to_string(source).unwrap();
+    let n = text.lines().position(|l| l.contains(&format!("/* target: {what}"))).expect("a marked target") + 1;
+    format!("{}:{n}", source.file_name().unwrap().to_str().unwrap())
+}
+
+fn reach(function: &str, what: &str) -> Value {
+    let r = json_report(&lib(), &["--function", function, "--line", &line_of(&lib(), what), "--timeout", "60"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["reached"], true, "{r:#}");
+    r
+}
+
+fn input<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["witness"]["inputs"].as_array().unwrap().iter().find(|i| i["name"] == name).unwrap_or_else(|| panic!("no input {name}: {r:#}"))
+}
+
+#[test]
+fn a_static_helper_is_analysed_and_replayed() {
+    let r = json_report(&lib(), &["--function", "is_key_char", "--line", &line_of(&lib(), "underscore"), "--timeout", "60"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(input(&r, "c")["value"], b'_' as u64);
+}
+
+#[test]
+fn a_buffer_and_its_length_give_a_small_witness() {
+    let r = reach("key_length", "a four-letter key");
+    let len = input(&r, "len")["value"].as_u64().unwrap();
+    let bytes = input(&r, "buf")["bytes"].as_array().unwrap().len() as u64;
+    assert!(len <= bytes && bytes <= len + 64, "the buffer is as long as len says: {r:#}");
+}
+
+#[test]
+fn a_struct_with_a_pointer_field_gets_a_buffer_behind_it() {
+    let r = reach("skip_blanks_hoisted", "two tabs, hoisted");
+    let p = input(&r, "p");
+    assert_eq!(p["pointees"][0]["offset"], 0, "the text field points to a buffer: {r:#}");
+    // Reloading the field in every iteration: not found yet, but never called unreachable.
+    let r = json_report(&lib(), &["--function", "skip_blanks", "--line", &line_of(&lib(), "two tabs */"), "--timeout", "20"]);
+    assert_ne!(r["verdict"], "unreachable", "{r:#}");
+}
+
+#[test]
+fn a_target_two_levels_down_a_recursive_parser_is_reached() {
+    let r = reach("parse_brackets", "two levels deep");
+    let bytes: Vec<u8> = input(&r, "s")["bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8).collect();
+    let at = bytes.windows(2).position(|w| w == b"[9").expect("a '[9' in the witness");
+    assert!(bytes[..at].iter().filter(|b| **b == b'[').count() >= 2, "{r:#}");
+}
+
+#[test]
+fn the_library_split_in_two_files_through_a_compilation_database() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(lib()).unwrap();
+    // brackets.c gets the recursive parser, keys.c the rest, with a macro the database defines.
+    let split = text.find("/* Nesting of brackets").unwrap();
+    std::fs::write(d.path().join("keys.c"), text[..split].replace("n == 4 && len > 5", "n == KEYLEN && len > 5")).unwrap();
+    std::fs::write(d.path().join("brackets.c"), format!("#include <stddef.h>\n{}", &text[split..])).unwrap();
+    let db = format!(
+        r#"[{{"directory": "{0}", "command": "cc -DKEYLEN=4 -c keys.c", "file": "keys.c"}},
+            {{"directory": "{0}", "command": "cc -c brackets.c", "file": "brackets.c"}}]"#,
+        d.path().display()
+    );
+    std::fs::write(d.path().join("compile_commands.json"), db).unwrap();
+    let line = line_of(&d.path().join("keys.c"), "a four-letter key");
+    let out = apc_llvm(&["-p", d.path().to_str().unwrap(), "--function", "key_length", "--line", &line, "--timeout", "60", "--json"]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}

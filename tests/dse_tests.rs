@@ -217,3 +217,4 @@ fn a_call_may_write_an_escaped_local() {
     let (end, _, _) = search(&p, false, 5);
     assert!(!matches!(end, DseEnd::Exhausted), "ext() may set x: no proof, got {}", end_name(&end));
 }
+

@@ -132,6 +132,80 @@ impl<'a> Executor<'a> {
         Ok(st)
     }
 
+    /// The input array behind an input object: a parameter's buffer, or a lazily created
+    /// pointee, named by its path from the parameter (the same in every state).
+    fn input_array(&self, st: &DseState, obj: u32) -> Option<(Array, usize)> {
+        let mut path = vec![];
+        let mut at = obj;
+        loop {
+            match st.objects.get(at as usize)?.kind {
+                ObjKind::ParamBuffer { param } => {
+                    if path.is_empty() {
+                        return Some((self.names.buffer_array(param), 0));
+                    }
+                    path.reverse();
+                    let name = format!("dse.pt.{param}.{}", path.iter().map(|o: &u64| o.to_string()).collect::<Vec<_>>().join("."));
+                    let depth = path.len();
+                    return Some((Array::new_const(name, &z3::Sort::bitvector(64), &z3::Sort::bitvector(8)), depth));
+                }
+                ObjKind::Pointee { parent, offset } => {
+                    path.push(offset);
+                    at = parent;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Lazy initialisation: a pointer loaded from eight untouched input bytes at `offset` of
+    /// input object `obj` points to a fresh input buffer of its own (never NULL and never into
+    /// another object: so the search is no longer exhaustive, see `inexact`). The parent's bytes
+    /// then hold that pointer, so later loads see the same buffer.
+    fn lazy_pointee(&mut self, st: &mut DseState, obj: u32, offset: u64) -> Option<Val> {
+        let (arr, depth) = self.input_array(st, obj)?;
+        if depth >= crate::fuzz::input::MAX_DEPTH {
+            return None;
+        }
+        let parent = &st.objects[obj as usize];
+        let untouched = (0..8u64).all(|k| match parent.bytes.get((offset + k) as usize) {
+            Some(Byte::Int(IntV::S { w: 8, t })) => *t == arr.select(&BV::from_u64(offset + k, 64)).as_bv().expect("bytes"),
+            _ => false,
+        });
+        if !untouched {
+            return None;
+        }
+        let child = st.objects.len() as u32;
+        let name = format!("{}+{offset}", parent.name);
+        st.objects.push(Rc::new(Obj { name, kind: ObjKind::Pointee { parent: obj, offset }, bytes: vec![], alive: true }));
+        let (carr, _) = self.input_array(st, child)?;
+        let bytes = (0..PARAM_BUFFER_BYTES).map(|i| Byte::Int(IntV::S { w: 8, t: carr.select(&BV::from_u64(i, 64)).as_bv().expect("bytes") })).collect();
+        Rc::make_mut(&mut st.objects[child as usize]).bytes = bytes;
+        let p = Rc::make_mut(&mut st.objects[obj as usize]);
+        for k in 0..8u8 {
+            p.bytes[(offset + k as u64) as usize] = Byte::Ptr { obj: child, off: IntV::c(64, 0), k };
+        }
+        self.inexact.get_or_insert_with(|| "pointers read from input buffers were taken to point to fresh buffers".into());
+        Some(Val::Ptr { obj: child, off: IntV::c(64, 0) })
+    }
+
+    /// Bytes of lazily created pointee `obj` in `model`, with their own pointees (for witnesses).
+    pub fn pointees_of(&self, st: &DseState, obj: u32, model: &z3::Model) -> Vec<crate::witness::Pointee> {
+        let mut out = vec![];
+        for (k, o) in st.objects.iter().enumerate() {
+            if let ObjKind::Pointee { parent, offset } = o.kind {
+                if parent == obj {
+                    let Some((arr, _)) = self.input_array(st, k as u32) else { continue };
+                    let mut bytes: Vec<u8> = (0..PARAM_BUFFER_BYTES)
+                        .map(|i| model.eval(&arr.select(&BV::from_u64(i, 64)).as_bv().expect("bytes"), true).and_then(|v| v.as_u64()).unwrap_or(0) as u8)
+                        .collect();
+                    bytes.extend(std::iter::repeat_n(0, crate::witness::BUFFER_SLACK));
+                    out.push(crate::witness::Pointee { offset, bytes, pointees: self.pointees_of(st, k as u32, model) });
+                }
+            }
+        }
+        out
+    }
+
     fn operand(&self, st: &DseState, op: &Operand) -> Result<Val, Stop> {
         Ok(match op {
             Operand::Value(v) => match st.reg(*v) {
@@ -437,6 +511,11 @@ impl<'a> Executor<'a> {
             }
             if bytes.iter().all(|b| matches!(b, Byte::Int(IntV::C { v: 0, .. }))) {
                 return Ok(Val::Null);
+            }
+            if let Some(c) = off.as_const() {
+                if let Some(v) = self.lazy_pointee(st, obj, c) {
+                    return Ok(v);
+                }
             }
             return give_up("load of a pointer from bytes that are not one stored pointer");
         }

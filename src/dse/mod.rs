@@ -165,7 +165,7 @@ impl Incomplete {
 }
 
 /// Builds the witness of a satisfiable path condition from the solver's model.
-fn witness_of(program: &Program, names: &Names, st: &DseState, model: &z3::Model) -> Witness {
+fn witness_of(program: &Program, names: &Names, exec: &Executor, st: &DseState, model: &z3::Model) -> Witness {
     let eval = |t: &BV| model.eval(t, true).and_then(|v| v.as_u64()).unwrap_or(0);
     let mut params = vec![];
     for (k, p) in program.function.params.iter().enumerate() {
@@ -179,7 +179,10 @@ fn witness_of(program: &Program, names: &Names, st: &DseState, model: &z3::Model
                 let mut bytes: Vec<u8> =
                     (0..PARAM_BUFFER_BYTES).map(|i| eval(&arr.select(&BV::from_u64(i, 64)).as_bv().expect("bytes")) as u8).collect();
                 bytes.extend(std::iter::repeat_n(0, crate::witness::BUFFER_SLACK));
-                params.push(ParamInput::Buffer { name: p.name.clone(), bytes, pointees: vec![] });
+                // Buffers the search created behind pointers read from this one.
+                let obj = st.objects.iter().position(|o| o.kind == state::ObjKind::ParamBuffer { param: k });
+                let pointees = obj.map_or_else(Vec::new, |o| exec.pointees_of(st, o as u32, model));
+                params.push(ParamInput::Buffer { name: p.name.clone(), bytes, pointees });
             }
             other => params.push(ParamInput::Zero { name: p.name.clone(), c_type: other.to_string() }),
         }
@@ -410,7 +413,7 @@ fn search_inner(
                             }
                         }
                         let Some(model) = solver.model() else { break };
-                        let w = witness_of(program, &names, &st, &model);
+                        let w = witness_of(program, &names, &exec, &st, &model);
                         stats.models_tried += 1;
                         tried += 1;
                         debug!(nondet = w.nondet.len(), "replaying a DSE witness");

@@ -32,6 +32,10 @@ pub enum Byte {
 pub enum ObjKind {
     /// The buffer behind pointer parameter number `param`: its bytes are inputs.
     ParamBuffer { param: usize },
+    /// An input buffer created when the program first loaded a pointer from input bytes at
+    /// `offset` of object `parent` (lazy initialisation, as KLEE and Java PathFinder do): the
+    /// witness lists it among the parent's pointees.
+    Pointee { parent: u32, offset: u64 },
     Global,
     Stack,
     Heap,

@@ -50,6 +50,11 @@ fn a_struct_with_a_pointer_field_gets_a_buffer_behind_it() {
     let r = reach("skip_blanks_hoisted", "two tabs, hoisted");
     let p = input(&r, "p");
     assert_eq!(p["pointees"][0]["offset"], 0, "the text field points to a buffer: {r:#}");
+    // The DSE alone as well: the field's buffer is created when the program first reads it.
+    let line = line_of(&lib(), "two tabs, hoisted");
+    let r = json_report(&lib(), &["--function", "skip_blanks_hoisted", "--line", &line, "--timeout", "30", "--engine", "dse"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(input(&r, "p")["pointees"][0]["offset"], 0, "{r:#}");
     // Reloading the field in every iteration: not found yet, but never called unreachable.
     let r = json_report(&lib(), &["--function", "skip_blanks", "--line", &line_of(&lib(), "two tabs */"), "--timeout", "20"]);
     assert_ne!(r["verdict"], "unreachable", "{r:#}");

@@ -492,7 +492,7 @@ impl<'a> Executor<'a> {
         let bytes: Vec<Byte> = match off.as_const() {
             Some(c) => o.bytes[c as usize..(c + n) as usize].to_vec(),
             None => {
-                let (arr, off) = self.symbolic_view(st, solver, &o, &off, n)?;
+                let (arr, off) = self.symbolic_view(st, solver, obj, &o, &off, n)?;
                 (0..n)
                     .map(|k| {
                         let i = off.term().bvadd(BV::from_u64(k, 64));
@@ -555,7 +555,20 @@ impl<'a> Executor<'a> {
 
     /// The object's bytes as a Z3 array for a read at a symbolic offset, with the access kept in
     /// bounds (a run reading outside the object is one this engine does not follow).
-    fn symbolic_view(&mut self, st: &mut DseState, solver: &mut PathSolver, o: &Obj, off: &IntV, n: u64) -> Result<(Array, IntV), Stop> {
+    fn symbolic_view(&mut self, st: &mut DseState, solver: &mut PathSolver, obj: u32, o: &Obj, off: &IntV, n: u64) -> Result<(Array, IntV), Stop> {
+        // An input object nobody wrote to is its input array itself: selecting from it keeps
+        // queries small (a chain of one store per byte made them time out on a scan of
+        // `p->text[p->pos]`).
+        if let Some((input, _)) = self.input_array(st, obj) {
+            let pristine = o.bytes.iter().enumerate().all(|(k, b)| match b {
+                Byte::Int(IntV::S { w: 8, t }) => *t == input.select(&BV::from_u64(k as u64, 64)).as_bv().expect("bytes"),
+                _ => false,
+            });
+            if pristine {
+                self.bound(st, solver, off, n, o.bytes.len() as u64)?;
+                return Ok((input, off.clone()));
+            }
+        }
         let mut arr = Array::const_array(&z3::Sort::bitvector(64), &BV::from_u64(0, 8));
         for (k, b) in o.bytes.iter().enumerate() {
             match b {

@@ -120,12 +120,15 @@ pub fn length_ties(program: &Program) -> Vec<(usize, usize)> {
 }
 
 /// The bytes of input buffer `obj` and the buffers its slots point to. Its size: `tied_len`
-/// when a length parameter says it (see [`length_ties`]), else from the loads of the solved
-/// formula; always covering its pointer slots, with slack.
+/// elements when a length parameter says it (see [`length_ties`]), else from the loads of the
+/// solved formula; always covering its pointer slots, with slack.
 fn buffer_contents(apc: &Apc, obj: crate::symex::ObjectId, loads: &[(ExprId, ExprId, u32)], m: &mut ModelView, tied_len: Option<u64>) -> (Vec<u8>, Vec<Pointee>) {
     let info = apc.inputs.object(obj);
     let slots = apc.inputs.pointees_of(obj);
-    let mut needed = slots.iter().map(|(o, _)| o + 8).max().unwrap_or(0).max(tied_len.unwrap_or(0));
+    // A tied length counts elements: as many bytes as the widest load of this buffer reads
+    // (an `int *A, int n` buffer holds 4n bytes; 8 per element when no load is known).
+    let elem = loads.iter().filter(|(root, _, _)| *root == info.initial).map(|(_, _, n)| *n as u64).max().unwrap_or(8);
+    let mut needed = slots.iter().map(|(o, _)| o + 8).max().unwrap_or(0).max(tied_len.map_or(0, |l| l.saturating_mul(elem)));
     for (root, off, n) in loads {
         if *root == info.initial && tied_len.is_none() {
             if let Some(o) = m.eval(*off) {

@@ -182,7 +182,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
                 crate::load::TargetSpec::Call(f) => Some(f.as_str()),
                 _ => None,
             };
-            report.stubs = rp.stubbed().into_iter().filter(|s| Some(s.as_str()) != call_target).collect();
+            report.stubs = rp.stubbed().iter().filter(|s| Some(s.as_str()) != call_target).cloned().collect();
         }
     }
     if config.keep_temps {

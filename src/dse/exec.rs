@@ -90,6 +90,14 @@ pub struct Executor<'a> {
     pub inexact: Option<String>,
 }
 
+/// Whether `bytes[range]` still hold the input array's own bytes (nobody wrote to them).
+fn untouched(input: &Array, bytes: &[Byte], range: std::ops::Range<u64>) -> bool {
+    range.into_iter().all(|k| match bytes.get(k as usize) {
+        Some(Byte::Int(IntV::S { w: 8, t })) => *t == input.select(&BV::from_u64(k, 64)).as_bv().expect("bytes"),
+        _ => false,
+    })
+}
+
 impl<'a> Executor<'a> {
     /// The state at the function's entry: parameters and globals as the native run starts.
     pub fn initial_state(&self) -> Result<DseState, String> {
@@ -167,11 +175,7 @@ impl<'a> Executor<'a> {
             return None;
         }
         let parent = &st.objects[obj as usize];
-        let untouched = (0..8u64).all(|k| match parent.bytes.get((offset + k) as usize) {
-            Some(Byte::Int(IntV::S { w: 8, t })) => *t == arr.select(&BV::from_u64(offset + k, 64)).as_bv().expect("bytes"),
-            _ => false,
-        });
-        if !untouched {
+        if !untouched(&arr, &parent.bytes, offset..offset + 8) {
             return None;
         }
         let child = st.objects.len() as u32;
@@ -560,11 +564,7 @@ impl<'a> Executor<'a> {
         // queries small (a chain of one store per byte made them time out on a scan of
         // `p->text[p->pos]`).
         if let Some((input, _)) = self.input_array(st, obj) {
-            let pristine = o.bytes.iter().enumerate().all(|(k, b)| match b {
-                Byte::Int(IntV::S { w: 8, t }) => *t == input.select(&BV::from_u64(k as u64, 64)).as_bv().expect("bytes"),
-                _ => false,
-            });
-            if pristine {
+            if untouched(&input, &o.bytes, 0..o.bytes.len() as u64) {
                 self.bound(st, solver, off, n, o.bytes.len() as u64)?;
                 return Ok((input, off.clone()));
             }

@@ -29,6 +29,8 @@ pub struct Replayer {
     targets: Vec<String>,
     /// Stubs for functions the program calls but nobody defines (found at the first link).
     stubs: Option<String>,
+    /// The functions `stubs` defines.
+    stubbed: Vec<String>,
     runs: AtomicU32,
     keep_temps: bool,
 }
@@ -64,6 +66,7 @@ impl Replayer {
             declared: loaded.declared_functions.clone(),
             targets: loaded.target_blocks.clone(),
             stubs: None,
+            stubbed: vec![],
             runs: AtomicU32::new(0),
             keep_temps,
         };
@@ -105,6 +108,7 @@ impl Replayer {
             }
             debug!(?missing, "stubbing undefined functions for replay");
             rp.stubs = Some(missing.iter().map(|m| format!("long {m}() {{ return 0; }}\n")).collect());
+            rp.stubbed = missing.into_iter().collect();
         }
         unreachable!("the loop returns on its second attempt")
     }
@@ -125,13 +129,8 @@ impl Replayer {
     }
 
     /// Functions without a definition that the replay program got stubs for (they return 0).
-    pub fn stubbed(&self) -> Vec<String> {
-        self.stubs
-            .as_deref()
-            .unwrap_or("")
-            .lines()
-            .filter_map(|l| l.strip_prefix("long ").and_then(|r| r.split_once('(')).map(|(n, _)| n.to_string()))
-            .collect()
+    pub fn stubbed(&self) -> &[String] {
+        &self.stubbed
     }
 
     fn spec(&self) -> driver::DriverSpec<'_> {

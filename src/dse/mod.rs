@@ -56,6 +56,8 @@ pub struct DseStats {
     /// States whose own constants rule every target out ([`reach::distance`]; exact).
     pub states_pruned_by_values: u64,
     pub solver_calls: u64,
+    /// Path queries answered by a model of an earlier query (no solver call).
+    pub model_cache_hits: u64,
     pub models_tried: u64,
     /// Pruning queries (path condition ∧ APC ∧ counter constraints) and the time they took.
     pub apc_checks: u64,
@@ -269,6 +271,7 @@ fn search_inner(
     };
     let end = |end: DseEnd, mut stats: DseStats, solver: &PathSolver| {
         stats.solver_calls = solver.calls;
+        stats.model_cache_hits = solver.cache_hits;
         info!(?stats, "dse finished");
         (end, stats)
     };

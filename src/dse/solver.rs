@@ -64,12 +64,31 @@ pub struct PathSolver {
     /// every path-condition implication: pruning queries go there, path queries never pay
     /// for the APC.
     apc: Option<Solver>,
+    /// The APC itself (for [`PathSolver::apc_counter_guess`]).
+    apc_formula: Option<Bool>,
     /// Nondet positions whose link to the APC's stream is asserted in `apc`.
     linked: u64,
     next_guard: u64,
     pub calls: u64,
+    /// Queries answered by a cached model instead of Z3.
+    pub cache_hits: u64,
+    /// Models of the latest satisfiable queries, newest first (at most [`MODEL_CACHE`]).
+    models: std::collections::VecDeque<Rc<Model>>,
+    /// The model of the last satisfiable query (Z3's or a cached one).
+    last_model: Option<Rc<Model>>,
     deadline: Instant,
 }
+
+/// How many recent models a query tries before it asks Z3. A fork's two children each need a
+/// check, and the parent's model satisfies one of them (the side the parent's model takes):
+/// about half the queries of a search are answered by evaluating conditions in a model, which
+/// takes microseconds where a query takes milliseconds (KLEE's counterexample cache does the
+/// same).
+const MODEL_CACHE: usize = 4;
+
+/// Path conditions longer than this are not tried on cached models (evaluating them all would
+/// cost more than the query).
+const MODEL_CACHE_MAX_DEPTH: usize = 20_000;
 
 /// The answer to a query.
 #[derive(Debug, PartialEq, Eq)]
@@ -82,7 +101,19 @@ pub enum Sat {
 impl PathSolver {
     /// A solver whose queries a watchdog can see through `clock`.
     pub fn with_clock(deadline: Instant, clock: std::sync::Arc<QueryClock>) -> Self {
-        PathSolver { solver: Solver::new(), clock, apc: None, linked: 0, next_guard: 0, calls: 0, deadline }
+        PathSolver {
+            solver: Solver::new(),
+            clock,
+            apc: None,
+            apc_formula: None,
+            linked: 0,
+            next_guard: 0,
+            calls: 0,
+            cache_hits: 0,
+            models: std::collections::VecDeque::new(),
+            last_model: None,
+            deadline,
+        }
     }
 
     /// `pc ∧ cond` as a new path condition (the old one is unchanged, forks share it).
@@ -97,7 +128,7 @@ impl PathSolver {
             a.assert(&imp);
         }
         self.solver.assert(&imp);
-        PathCondition { head: Some(Rc::new(PcNode { parent: pc.head.clone(), guard, depth: pc.len() + 1 })) }
+        PathCondition { head: Some(Rc::new(PcNode { parent: pc.head.clone(), guard, cond: cond.clone(), depth: pc.len() + 1 })) }
     }
 
     /// Milliseconds a query may take: at most `cap`, and ending [`DEADLINE_MARGIN`] before the
@@ -122,6 +153,13 @@ impl PathSolver {
         if extra.iter().any(|b| b.as_bool() == Some(false)) {
             return Sat::No;
         }
+        if let Some(k) = self.cached_model(pc, extra) {
+            self.cache_hits += 1;
+            let m = self.models.remove(k).expect("the index of a cached model");
+            self.models.push_front(m.clone());
+            self.last_model = Some(m);
+            return Sat::Yes;
+        }
         self.calls += 1;
         let mut assumptions = pc.guards();
         assumptions.extend(extra.iter().filter(|b| b.as_bool() != Some(true)).cloned());
@@ -129,10 +167,28 @@ impl PathSolver {
         let r = self.solver.check_assumptions(&assumptions);
         self.clock.disarm();
         match r {
-            SatResult::Sat => Sat::Yes,
+            SatResult::Sat => {
+                self.last_model = self.solver.get_model().map(Rc::new);
+                if let Some(m) = &self.last_model {
+                    self.models.push_front(m.clone());
+                    self.models.truncate(MODEL_CACHE);
+                }
+                Sat::Yes
+            }
             SatResult::Unsat => Sat::No,
             SatResult::Unknown => Sat::Unknown,
         }
+    }
+
+    /// The index of a cached model in which every condition of `pc` and `extra` is true (model
+    /// completion gives symbols the model never saw a fixed value, so the model, completed, is a
+    /// real assignment that satisfies the query).
+    fn cached_model(&self, pc: &PathCondition, extra: &[Bool]) -> Option<usize> {
+        if pc.len() > MODEL_CACHE_MAX_DEPTH {
+            return None;
+        }
+        let holds = |m: &Model, c: &Bool| m.eval(c, true).and_then(|v| v.as_bool()) == Some(true);
+        self.models.iter().position(|m| extra.iter().all(|c| holds(m, c)) && pc.conds().all(|c| holds(m, c)))
     }
 
     /// Installs the APC for [`PathSolver::check_apc`] (before any path condition exists).
@@ -140,6 +196,7 @@ impl PathSolver {
         let s = Solver::new();
         s.assert(apc);
         self.apc = Some(s);
+        self.apc_formula = Some(apc.clone());
     }
 
     /// Satisfiability of `pc ∧ APC ∧ extra` within `ms` milliseconds, where nondet positions
@@ -172,7 +229,12 @@ impl PathSolver {
     /// how often each loop runs).
     pub fn apc_counter_guess(&mut self, names: &[Vec<Option<String>>]) -> Vec<Vec<Option<u64>>> {
         let none = || names.iter().map(|l| vec![None; l.len()]).collect();
-        let Some(a) = &self.apc else { return none() };
+        let Some(apc) = &self.apc_formula else { return none() };
+        // A solver of its own, running the `smt` tactic: the default solver's first check of a
+        // quantifier-free APC over arrays runs its array tactics (Hello: 150 ms against 15 ms),
+        // and `self.apc` must stay incremental for the pruning queries.
+        let a = crate::solve::light_solver();
+        a.assert(apc);
         self.calls += 1;
         self.clock.arm(self.budget_ms(2_000));
         let r = a.check();
@@ -188,8 +250,8 @@ impl PathSolver {
     }
 
     /// The model of the last satisfiable [`PathSolver::check`].
-    pub fn model(&self) -> Option<Model> {
-        self.solver.get_model()
+    pub fn model(&self) -> Option<Rc<Model>> {
+        self.last_model.clone()
     }
 }
 
@@ -199,6 +261,34 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
     use z3::ast::BV;
+
+    /// A query that a model of an earlier one satisfies is answered without Z3, with that
+    /// model; one it does not satisfy goes to Z3, and an unsatisfiable one is never answered
+    /// from the cache.
+    #[test]
+    fn models_of_earlier_queries_answer_the_queries_they_satisfy() {
+        let mut s = PathSolver::with_clock(Instant::now() + Duration::from_secs(60), Arc::new(QueryClock::new()));
+        let x = BV::new_const("x", 32);
+        let root = PathCondition::default();
+        let small = s.extend(&root, &x.bvult(BV::from_u64(10, 32)));
+        assert_eq!(s.check(&small, &[]), Sat::Yes);
+        assert_eq!((s.calls, s.cache_hits), (1, 0));
+        let v = s.model().unwrap().eval(&x, true).unwrap().as_u64().unwrap();
+        // The same side as the model: from the cache, and the model it gives satisfies it.
+        let same = s.extend(&small, &x.eq(BV::from_u64(v, 32)));
+        assert_eq!(s.check(&same, &[]), Sat::Yes);
+        assert_eq!((s.calls, s.cache_hits), (1, 1));
+        assert_eq!(s.model().unwrap().eval(&x, true).unwrap().as_u64(), Some(v));
+        // The other side: Z3 answers, with a model that differs.
+        let other = s.extend(&small, &x.eq(BV::from_u64(v, 32)).not());
+        assert_eq!(s.check(&other, &[]), Sat::Yes);
+        assert_eq!((s.calls, s.cache_hits), (2, 1));
+        let w = s.model().unwrap().eval(&x, true).unwrap().as_u64().unwrap();
+        assert!(w != v && w < 10);
+        // Extra conditions count too; a contradiction is Z3's to refute.
+        assert_eq!(s.check(&small, &[x.eq(BV::from_u64(10, 32))]), Sat::No);
+        assert_eq!(s.calls, 3);
+    }
 
     /// The search's watchdog ends an overdue query with `Z3_interrupt`, and the same context
     /// must then answer the next query (no cancel flag left behind).

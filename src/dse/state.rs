@@ -58,6 +58,9 @@ pub struct Obj {
 pub struct PcNode {
     pub parent: Option<Rc<PcNode>>,
     pub guard: Bool,
+    /// The condition the guard stands for (models of earlier queries are tried on it; see
+    /// [`super::solver::PathSolver::check_within`]).
+    pub cond: Bool,
     pub depth: usize,
 }
 
@@ -75,6 +78,10 @@ impl PathCondition {
             n = node.parent.clone();
         }
         out
+    }
+    /// The conditions, newest first.
+    pub fn conds(&self) -> impl Iterator<Item = &Bool> {
+        std::iter::successors(self.head.as_deref(), |n| n.parent.as_deref()).map(|n| &n.cond)
     }
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {

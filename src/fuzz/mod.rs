@@ -230,30 +230,26 @@ impl Fuzzer {
         write(&driver, cdriver::generate(&spec, &layout).as_bytes())?;
         let exe = d.join("fuzz");
         let stubs = d.join("stubs.c");
+        // Functions nobody defines get stubs from the start (as in replay; see
+        // `replay::stubs`), and a link that still misses some gets them added.
+        let mut stubbed = crate::replay::stubs::predicted(&loaded.declared_functions);
+        write(&stubs, crate::replay::stubs::source(&stubbed).as_bytes())?;
         for attempt in 0..2 {
             let mut args: Vec<&std::ffi::OsStr> = vec!["-O1".as_ref(), "-w".as_ref(), "-static".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
-            args.extend([driver.as_os_str(), renamed.as_os_str()]);
-            if attempt == 1 {
-                args.push(stubs.as_os_str());
-            }
+            args.extend([driver.as_os_str(), renamed.as_os_str(), stubs.as_os_str()]);
             args.extend([runtime.as_os_str(), "-lstdc++".as_ref(), "-lm".as_ref(), "-lpthread".as_ref(), "-o".as_ref(), exe.as_os_str()]);
             let out = run_tool(&clang, &args, dir.path())?;
             if out.status.success() {
                 info!(elapsed = ?start.elapsed(), exe = %exe.display(), "fuzzer built");
                 return Ok(Fuzzer { dir, exe, layout, sessions: AtomicU32::new(0), keep_temps });
             }
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let missing: BTreeSet<&str> = stderr
-                .lines()
-                .filter_map(|l| l.split("undefined reference to `").nth(1))
-                .filter_map(|r| r.split('\'').next())
-                .collect();
+            let missing = crate::replay::stubs::undefined_in_link_errors(&String::from_utf8_lossy(&out.stderr));
             if attempt == 1 || missing.is_empty() {
                 return Err(Error::internal(format!("linking the fuzzer failed: {}", first_error(&out.stderr))));
             }
-            debug!(?missing, "stubbing undefined functions for fuzzing");
-            let text: String = missing.iter().map(|m| format!("long {m}() {{ return 0; }}\n")).collect();
-            write(&stubs, text.as_bytes())?;
+            debug!(?missing, "stubbing functions the link missed for fuzzing");
+            stubbed.extend(missing);
+            write(&stubs, crate::replay::stubs::source(&stubbed).as_bytes())?;
         }
         Err(Error::internal("linking the fuzzer failed"))
     }

@@ -4,6 +4,7 @@
 
 pub mod driver;
 pub mod sandbox;
+pub mod stubs;
 
 pub use sandbox::{Limits, RunOutcome};
 
@@ -73,6 +74,14 @@ impl Replayer {
         let bc = rp.dir.path().join("program.bc");
         write(&bc, &loaded.instrumented_bitcode)?;
         let driver = rp.dir.path().join("driver.c");
+        // Functions nobody defines get stubs from the start (see `stubs`); a link that still
+        // misses some gets them added and runs once more.
+        let predicted = stubs::predicted(&rp.declared);
+        if !predicted.is_empty() {
+            debug!(?predicted, "stubbing undefined functions for replay");
+            rp.stubs = Some(stubs::source(&predicted));
+            rp.stubbed = predicted;
+        }
         for attempt in 0..2 {
             let mut source = driver::generate_replay(&rp.spec());
             if let Some(stubs) = &rp.stubs {
@@ -94,21 +103,16 @@ impl Replayer {
                 return Ok(rp);
             }
             let stderr = String::from_utf8_lossy(&out.stderr);
-            let missing: std::collections::BTreeSet<String> = stderr
-                .lines()
-                .filter_map(|l| l.split("undefined reference to `").nth(1))
-                .filter_map(|r| r.split('\'').next())
-                .map(str::to_string)
-                .collect();
+            let missing = stubs::undefined_in_link_errors(&stderr);
             if attempt == 1 || missing.is_empty() {
                 return Err(Error::internal(format!(
                     "building the replay program failed: {}",
                     stderr.lines().find(|l| l.contains("error")).unwrap_or("")
                 )));
             }
-            debug!(?missing, "stubbing undefined functions for replay");
-            rp.stubs = Some(missing.iter().map(|m| format!("long {m}() {{ return 0; }}\n")).collect());
-            rp.stubbed = missing.into_iter().collect();
+            debug!(?missing, "stubbing functions the link missed for replay");
+            rp.stubbed.extend(missing);
+            rp.stubs = Some(stubs::source(&rp.stubbed));
         }
         unreachable!("the loop returns on its second attempt")
     }

@@ -59,6 +59,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let t_cfg = t1.elapsed().as_secs_f64();
 
     let mut report = Report::new(f, config.target.describe(), &structure);
+    report.assumptions = config.assumptions.clone();
     report.timings.insert("load".into(), t_load);
     report.timings.insert("cfg".into(), t_cfg);
     progress.set_partial(&report);

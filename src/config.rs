@@ -39,6 +39,8 @@ pub struct Config {
     pub extra_inputs: Vec<PathBuf>,
     /// A compilation database (`-p`): its C files are inputs too, with their own flags.
     pub compile_commands: Option<PathBuf>,
+    /// `--assume` conditions on the parameters (see [`crate::load::assume`]).
+    pub assumptions: Vec<String>,
 }
 
 impl Config {
@@ -59,6 +61,7 @@ impl Config {
             recursion_depth: crate::load::recursion::DEFAULT_DEPTH,
             extra_inputs: vec![],
             compile_commands: None,
+            assumptions: vec![],
         }
     }
 
@@ -68,6 +71,7 @@ impl Config {
             recursion_depth: self.recursion_depth,
             extra_inputs: self.extra_inputs.clone(),
             compile_commands: self.compile_commands.clone(),
+            assumptions: self.assumptions.clone(),
         }
     }
 }

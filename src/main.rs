@@ -73,6 +73,12 @@ struct Cli {
     /// stay unknown calls
     #[arg(long, value_name = "N", default_value_t = 3)]
     recursion_depth: u32,
+    /// A condition on the function's parameters that inputs must satisfy (repeatable), in C:
+    /// `--assume 'len <= 64'`, `--assume 'n > 0 && n < 1000'`, `--assume 'p != 0'`. The verdict
+    /// is then about those inputs only (it is compiled into the program as a
+    /// __VERIFIER_assume at the function's start)
+    #[arg(long, value_name = "EXPR")]
+    assume: Vec<String>,
     /// Exit with status 3 unless the verdict is one of these (comma-separated: reachable,
     /// unreachable, unknown): recorded verdicts as regression oracles (scripts/apc.mk's apc-check)
     #[arg(long, value_name = "VERDICTS")]
@@ -143,6 +149,10 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         return Err(Error::bad_input(format!("--recursion-depth must be at most 16, got {}", cli.recursion_depth)));
     }
     config.recursion_depth = cli.recursion_depth;
+    for a in &cli.assume {
+        apc_llvm::load::assume::parse(a).map_err(|m| Error::bad_input(format!("--assume '{a}': {m}")))?;
+    }
+    config.assumptions = cli.assume.clone();
     config.max_unfold_k = config.max_unfold_k.max(cli.unfold);
     config.max_models = cli.max_models;
     if let Some(dir) = &cli.emit_tests {

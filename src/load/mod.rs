@@ -13,6 +13,7 @@ mod normalize;
 pub mod project;
 pub mod recursion;
 pub mod target;
+pub mod assume;
 
 pub use input::{clang_path, CLANG_ANALYSIS_FLAGS};
 pub use target::{TargetSpec, TARGET_MARKER};
@@ -88,11 +89,13 @@ pub struct LoadOptions {
     /// A compilation database (`-p`): its C files are inputs too, each compiled with its own
     /// flags (see [`project`]).
     pub compile_commands: Option<PathBuf>,
+    /// `--assume` conditions on the function's parameters (see [`assume`]).
+    pub assumptions: Vec<String>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { recursion_depth: recursion::DEFAULT_DEPTH, extra_inputs: vec![], compile_commands: None }
+        LoadOptions { recursion_depth: recursion::DEFAULT_DEPTH, extra_inputs: vec![], compile_commands: None, assumptions: vec![] }
     }
 }
 
@@ -171,6 +174,20 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
             path.display(),
             list_names(&defined)
         )));
+    }
+
+    // The user's assumptions become part of the program (see `assume`): before anything reads it.
+    if !options.assumptions.is_empty() {
+        let parsed = options
+            .assumptions
+            .iter()
+            .map(|t| assume::parse(t).map(|e| (t.clone(), e)).map_err(|m| Error::bad_input(format!("--assume '{t}': {m}"))))
+            .collect::<Result<Vec<_>>>()?;
+        let f = module.get_function(function).expect("checked above");
+        let types = ctypes::param_types(&module.print_to_string().to_string(), function, f.count_params() as usize);
+        let unsigned: Vec<bool> = types.iter().map(|t| t.as_ref().is_some_and(|t| !t.signed)).collect();
+        assume::inject(&module, f, &parsed, &unsigned)?;
+        info!(assumptions = parsed.len(), "assumptions compiled into '{function}'");
     }
 
     let resolved = target::resolve(m, function, spec)?;

@@ -76,6 +76,9 @@ pub struct Report {
     /// 0): a witness ran with them, not with the real functions.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stubs: Vec<String>,
+    /// The `--assume` conditions the verdict is about (only inputs satisfying them count).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assumptions: Vec<String>,
     /// C types of the integer parameters, by name (see `load::ctypes`); in JSON as each
     /// input's `c_type` and `c_value`.
     #[serde(skip)]
@@ -156,6 +159,7 @@ impl Report {
             backbones: s.backbones.iter().map(|b| path(&b.nodes)).collect(),
             backbone_count: s.backbones.len(),
             stubs: vec![],
+            assumptions: vec![],
             param_c_types: f.params.iter().filter_map(|p| p.c_type.clone().map(|c| (p.name.clone(), c))).collect(),
             truncated: s.truncated,
             apc: None,
@@ -182,6 +186,7 @@ impl Report {
             backbones: vec![],
             backbone_count: 0,
             stubs: vec![],
+            assumptions: vec![],
             param_c_types: BTreeMap::new(),
             truncated: false,
             apc: None,
@@ -245,6 +250,9 @@ impl Report {
         }
         if let Some(e) = &self.engine {
             let _ = writeln!(out, "engine:  {e}");
+        }
+        if !self.assumptions.is_empty() {
+            let _ = writeln!(out, "assuming: {}", self.assumptions.join("; "));
         }
         if let Some(w) = &self.witness {
             let _ = writeln!(out, "\nwitness (model {}, replay: {}):", w.models_tried, w.run);

@@ -59,7 +59,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let t_cfg = t1.elapsed().as_secs_f64();
 
     let mut report = Report::new(f, config.target.describe(), &structure);
-    report.assumptions = config.assumptions.clone();
+    report.assumptions = loaded.assumptions.clone();
     report.timings.insert("load".into(), t_load);
     report.timings.insert("cfg".into(), t_cfg);
     progress.set_partial(&report);
@@ -146,7 +146,10 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     report.engines = result.engines;
     report.engine = result.winner.map(|k| k.name().to_string());
     match result.finding {
-        Finding::Reached { witness, run, report: wr } => {
+        Finding::Reached { mut witness, run, report: mut wr } => {
+            // As replayed (the user's buffer sizes, `--arg-size`).
+            witness.fit_buffers(&f.params);
+            crate::witness::fit_buffers(&mut wr.inputs, &f.params);
             report.verdict = Verdict::Reachable;
             report.reason = match result.winner {
                 Some(k) if k != EngineKind::Apc => format!("a native run on inputs found by the {} engine entered the target", k.name()),
@@ -172,7 +175,10 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         }
         Finding::Unknown(why) => {
             report.reason = why;
-            report.witness = result.attempt;
+            report.witness = result.attempt.map(|mut a| {
+                crate::witness::fit_buffers(&mut a.inputs, &f.params);
+                a
+            });
         }
     }
     // Stubs stand in for functions the bitcode lacks in every replay: the report says which

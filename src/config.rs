@@ -41,6 +41,8 @@ pub struct Config {
     pub compile_commands: Option<PathBuf>,
     /// `--assume` conditions on the parameters (see [`crate::load::assume`]).
     pub assumptions: Vec<String>,
+    /// `--arg-size NAME=BYTES`: sizes of the buffers behind pointer parameters.
+    pub arg_sizes: Vec<(String, u64)>,
 }
 
 impl Config {
@@ -62,6 +64,7 @@ impl Config {
             extra_inputs: vec![],
             compile_commands: None,
             assumptions: vec![],
+            arg_sizes: vec![],
         }
     }
 
@@ -72,6 +75,7 @@ impl Config {
             extra_inputs: self.extra_inputs.clone(),
             compile_commands: self.compile_commands.clone(),
             assumptions: self.assumptions.clone(),
+            arg_sizes: self.arg_sizes.clone(),
         }
     }
 }

@@ -79,6 +79,11 @@ struct Cli {
     /// __VERIFIER_assume at the function's start)
     #[arg(long, value_name = "EXPR")]
     assume: Vec<String>,
+    /// The size in bytes of the buffer a pointer parameter points to (repeatable):
+    /// `--arg-size s=64`. Witnesses get exactly that many bytes, and a length parameter tied to
+    /// the buffer (`char *s, size_t len`) is assumed to fit in it
+    #[arg(long, value_name = "NAME=BYTES")]
+    arg_size: Vec<String>,
     /// Exit with status 3 unless the verdict is one of these (comma-separated: reachable,
     /// unreachable, unknown): recorded verdicts as regression oracles (scripts/apc.mk's apc-check)
     #[arg(long, value_name = "VERDICTS")]
@@ -110,6 +115,9 @@ fn init_logging(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
 }
+
+/// Largest `--arg-size` (16 MiB: a replay's whole memory holds every buffer).
+const MAX_ARG_SIZE: u64 = 16 << 20;
 
 /// Largest `--timeout` (30 days): deadlines are instants, which must not overflow.
 const MAX_TIMEOUT_SECS: f64 = 2_592_000.0;
@@ -153,6 +161,13 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         apc_llvm::load::assume::parse(a).map_err(|m| Error::bad_input(format!("--assume '{a}': {m}")))?;
     }
     config.assumptions = cli.assume.clone();
+    for a in &cli.arg_size {
+        let parsed = a.split_once('=').and_then(|(n, b)| Some((n.trim().to_string(), b.trim().parse::<u64>().ok()?)));
+        match parsed {
+            Some((n, b)) if !n.is_empty() && (1..=MAX_ARG_SIZE).contains(&b) => config.arg_sizes.push((n, b)),
+            _ => return Err(Error::bad_input(format!("--arg-size '{a}': expected NAME=BYTES with 1 <= BYTES <= {MAX_ARG_SIZE}"))),
+        }
+    }
     config.max_unfold_k = config.max_unfold_k.max(cli.unfold);
     config.max_models = cli.max_models;
     if let Some(dir) = &cli.emit_tests {

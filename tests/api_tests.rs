@@ -111,3 +111,30 @@ fn assumptions_on_parameters_restrict_the_inputs_of_every_engine() {
     let out = run_on(&p.path, &["--function", "f", "--line", "assume.c:5", "--assume", "len <="]);
     assert_bad_input(&out, "--assume 'len <=': the expression ends too early");
 }
+
+/// `--arg-size`: the buffer behind a pointer parameter has exactly that many bytes in every
+/// witness, whichever engine found it, and a tied length is bounded by it (in elements of the
+/// C type: 64 bytes hold 16 ints), which can make a target unreachable.
+#[test]
+fn a_buffer_size_of_the_user_bounds_the_witness_and_the_tied_length() {
+    let src = "#include <stddef.h>\nint count_x(const char *s, size_t len) {\n  int k = 0;\n  for (size_t i = 0; i < len; i++)\n    if (s[i] == 'x')\n      k++;\n  if (k >= 3)\n    return 1;\n  return 0;\n}\nint sum(const int *a, int n) {\n  long t = 0;\n  for (int i = 0; i < n; i++) t += a[i];\n  if (n > 16)\n    return 2;\n  return t > 100;\n}\n";
+    let p = c_program("sized", src);
+    for engine in ["apc", "dse", "fuzz"] {
+        let r = json_report(&p.path, &["--function", "count_x", "--line", "sized.c:8", "--arg-size", "s=5", "--engine", engine, "--timeout", "30"]);
+        assert_eq!(r["verdict"], "reachable", "{engine}: {r:#}");
+        let s = input(&r, "s")["bytes"].as_array().unwrap().clone();
+        assert_eq!(s.len(), 5, "{engine}: exactly the user's size: {r:#}");
+        assert!(input(&r, "len")["value"].as_u64().unwrap() <= 5, "{engine}: {r:#}");
+        assert_eq!(r["assumptions"], serde_json::json!(["s points to 5 bytes", "len <= 5"]), "{r:#}");
+    }
+    let r = json_report(&p.path, &["--function", "count_x", "--line", "sized.c:8", "--arg-size", "s=2", "--timeout", "30"]);
+    assert_eq!(r["verdict"], "unreachable", "three x's do not fit in two bytes: {r:#}");
+    let r = json_report(&p.path, &["--function", "sum", "--line", "sized.c:15", "--arg-size", "a=64", "--timeout", "30"]);
+    assert_eq!(r["verdict"], "unreachable", "64 bytes hold 16 ints: {r:#}");
+    let r = json_report(&p.path, &["--function", "sum", "--line", "sized.c:15", "--arg-size", "a=68", "--timeout", "30"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(input(&r, "a")["bytes"].as_array().unwrap().len(), 68, "{r:#}");
+    assert_bad_input(&run_on(&p.path, &["--function", "sum", "--line", "sized.c:15", "--arg-size", "n=8"]), "'n' is not a pointer parameter");
+    assert_bad_input(&run_on(&p.path, &["--function", "sum", "--line", "sized.c:15", "--arg-size", "q=8"]), "(pointer parameters: a)");
+    assert_bad_input(&run_on(&p.path, &["--function", "sum", "--line", "sized.c:15", "--arg-size", "a=0"]), "expected NAME=BYTES");
+}

@@ -126,7 +126,7 @@ impl<'a> Executor<'a> {
                 Ty::Int(w) if *w <= MAX_WIDTH => Val::Int(IntV::S { w: *w, t: BV::new_const(self.names.params[k].as_str(), *w) }),
                 Ty::Ptr => {
                     let arr = self.names.buffer_array(k);
-                    let bytes = (0..PARAM_BUFFER_BYTES)
+                    let bytes = (0..p.buffer_bytes.unwrap_or(PARAM_BUFFER_BYTES))
                         .map(|i| Byte::Int(IntV::S { w: 8, t: arr.select(&BV::from_u64(i, 64)).as_bv().expect("bytes") }))
                         .collect();
                     let obj = st.objects.len() as u32;

@@ -178,9 +178,12 @@ fn witness_of(program: &Program, names: &Names, exec: &Executor, st: &DseState, 
             }
             Ty::Ptr => {
                 let arr = names.buffer_array(k);
-                let mut bytes: Vec<u8> =
-                    (0..PARAM_BUFFER_BYTES).map(|i| eval(&arr.select(&BV::from_u64(i, 64)).as_bv().expect("bytes")) as u8).collect();
-                bytes.extend(std::iter::repeat_n(0, crate::witness::BUFFER_SLACK));
+                let mut bytes: Vec<u8> = (0..p.buffer_bytes.unwrap_or(PARAM_BUFFER_BYTES))
+                    .map(|i| eval(&arr.select(&BV::from_u64(i, 64)).as_bv().expect("bytes")) as u8)
+                    .collect();
+                if p.buffer_bytes.is_none() {
+                    bytes.extend(std::iter::repeat_n(0, crate::witness::BUFFER_SLACK));
+                }
                 // Buffers the search created behind pointers read from this one.
                 let obj = st.objects.iter().position(|o| o.kind == state::ObjKind::ParamBuffer { param: k });
                 let pointees = obj.map_or_else(Vec::new, |o| exec.pointees_of(st, o as u32, model));

@@ -368,8 +368,8 @@ mod tests {
         let f = Function {
             name: "f".into(),
             params: vec![
-                Param { value: ValueId(0), name: "c".into(), ty: Ty::Int(8), ext: ParamExt::Sign, c_type: None },
-                Param { value: ValueId(1), name: "s".into(), ty: Ty::Ptr, ext: ParamExt::None, c_type: None },
+                Param { value: ValueId(0), name: "c".into(), ty: Ty::Int(8), ext: ParamExt::Sign, c_type: None, pointee_bytes: None, buffer_bytes: None },
+                Param { value: ValueId(1), name: "s".into(), ty: Ty::Ptr, ext: ParamExt::None, c_type: None, pointee_bytes: None, buffer_bytes: None },
             ],
             ret: Ty::Void,
             blocks: vec![],

@@ -348,7 +348,7 @@ mod tests {
             params: params
                 .into_iter()
                 .enumerate()
-                .map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: n.into(), ty, ext: ParamExt::None, c_type: None })
+                .map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: n.into(), ty, ext: ParamExt::None, c_type: None, pointee_bytes: None, buffer_bytes: None })
                 .collect(),
             ret: Ty::Void,
             blocks: vec![],

@@ -268,6 +268,49 @@ pub struct Param {
     /// The parameter's C integer type, from debug information (`load::ctypes`): how its
     /// values are shown. `None` without `-g` or for non-integers.
     pub c_type: Option<CType>,
+    /// For a pointer parameter, the size in bytes of what it points to in C (1 for `char *`,
+    /// 4 for `int *`), from debug information: a buffer's element size when no load of it says.
+    pub pointee_bytes: Option<u64>,
+    /// For a pointer parameter, the size of its buffer in bytes when the user gave it
+    /// (`--arg-size`): witnesses get exactly that many bytes.
+    pub buffer_bytes: Option<u64>,
+}
+
+/// Whether an integer parameter's name says it is the length of a buffer (`len`, `length`,
+/// `size`, `n`, `count`, `buf_len`, `nbytes`, ...).
+fn is_length_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    let n = n.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    ["len", "length", "size", "sz", "n", "count", "cnt", "num", "nbytes", "bytes", "cap", "capacity", "nmemb", "avail"].contains(&n)
+        || ["len", "length", "size", "count", "_n", "bytes"].iter().any(|s| n.ends_with(s))
+}
+
+/// `(buffer parameter, length parameter)` index pairs among `params` (name, type): an integer
+/// parameter named like a length (see [`is_length_name`]) tied to the nearest pointer parameter
+/// before it (`char *s, size_t len`; `const uint8_t *buf, int n`), else after it; one length
+/// per buffer. Witnesses size buffers by them, and `--arg-size` bounds them.
+pub fn length_ties(params: &[(&str, &Ty)]) -> Vec<(usize, usize)> {
+    let mut out = vec![];
+    for (k, (name, ty)) in params.iter().enumerate() {
+        if !matches!(ty, Ty::Int(w) if *w >= 8) || !is_length_name(name) {
+            continue;
+        }
+        let before = (0..k).rev().find(|&j| matches!(params[j].1, Ty::Ptr));
+        let after = (k + 1..params.len()).find(|&j| matches!(params[j].1, Ty::Ptr));
+        if let Some(b) = before.or(after) {
+            out.push((b, k));
+        }
+    }
+    // One length per buffer: the nearest (`char *s, size_t len, int n` ties `len`, not `n`).
+    let mut kept: Vec<(usize, usize)> = vec![];
+    for (b, l) in out {
+        match kept.iter_mut().find(|(kb, _)| *kb == b) {
+            Some(t) if b.abs_diff(l) < b.abs_diff(t.1) => t.1 = l,
+            Some(_) => {}
+            None => kept.push((b, l)),
+        }
+    }
+    kept
 }
 
 /// A C integer type as the source names it (`size_t`, `unsigned long`, `enum mode`).

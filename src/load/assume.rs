@@ -327,7 +327,7 @@ fn llvm_err(e: inkwell::builder::BuilderError) -> Error {
     Error::internal(format!("building an assumption: {e}"))
 }
 
-fn name_of(v: &BasicValueEnum<'_>) -> String {
+pub(crate) fn name_of(v: &BasicValueEnum<'_>) -> String {
     match v {
         BasicValueEnum::IntValue(x) => x.get_name().to_string_lossy().into_owned(),
         BasicValueEnum::PointerValue(x) => x.get_name().to_string_lossy().into_owned(),

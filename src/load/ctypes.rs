@@ -81,10 +81,37 @@ fn int_type(nodes: &HashMap<&str, &str>, id: &str) -> Option<CType> {
     None
 }
 
-/// The C types of the parameters of `function` (defined in this module), in order; `None` for
-/// a parameter that is not an integer or when the module has no debug information for it.
-pub fn param_types(module_text: &str, function: &str, params: usize) -> Vec<Option<CType>> {
-    let none = || vec![None; params];
+/// The size in bytes of the type a pointer type points to (through typedefs and qualifiers);
+/// `None` for `void *` or when the metadata does not say.
+fn pointee_size(nodes: &HashMap<&str, &str>, id: &str) -> Option<u64> {
+    let mut at = id;
+    // Down to the pointer type, then its base type's size.
+    let mut below_pointer = false;
+    for _ in 0..16 {
+        let node = nodes.get(at)?;
+        if below_pointer {
+            if let Some(bits) = field(node, "size").and_then(|s| s.parse::<u64>().ok()) {
+                return (bits >= 8).then_some(bits / 8);
+            }
+        }
+        if !node.starts_with("!DIDerivedType(") {
+            return None;
+        }
+        match field(node, "tag")? {
+            "DW_TAG_pointer_type" if !below_pointer => below_pointer = true,
+            "DW_TAG_typedef" | "DW_TAG_const_type" | "DW_TAG_volatile_type" | "DW_TAG_restrict_type" => {}
+            _ => return None,
+        }
+        at = field(node, "baseType")?;
+    }
+    None
+}
+
+/// Per parameter of `function` (defined in this module), in order: its C integer type (see
+/// [`int_type`]) and, for a pointer, the size of what it points to (see [`pointee_size`]).
+/// `None`s when the module has no debug information for it.
+pub fn param_types(module_text: &str, function: &str, params: usize) -> Vec<(Option<CType>, Option<u64>)> {
+    let none = || vec![(None, None); params];
     let nodes = nodes(module_text);
     let Some(sp) = nodes.values().find(|n| {
         n.starts_with("!DISubprogram(") && field(n, "name") == Some(function) && n.contains("DISPFlagDefinition")
@@ -96,8 +123,8 @@ pub fn param_types(module_text: &str, function: &str, params: usize) -> Vec<Opti
     };
     // `!{ret, p1, p2, ...}`
     let list: Vec<&str> = types.trim_start_matches("!{").trim_end_matches('}').split(',').map(str::trim).collect();
-    let mut out: Vec<Option<CType>> = list.iter().skip(1).map(|id| int_type(&nodes, id)).collect();
-    out.resize(params, None);
+    let mut out: Vec<(Option<CType>, Option<u64>)> = list.iter().skip(1).map(|id| (int_type(&nodes, id), pointee_size(&nodes, id))).collect();
+    out.resize(params, (None, None));
     out
 }
 
@@ -124,7 +151,8 @@ mod tests {
     #[test]
     fn parameter_types_come_through_typedefs_and_qualifiers() {
         let t = param_types(TEXT, "g", 5);
-        let shown: Vec<Option<(String, bool)>> = t.into_iter().map(|c| c.map(|c| (c.name, c.signed))).collect();
+        assert_eq!(t.iter().map(|(_, p)| *p).collect::<Vec<_>>(), vec![None, None, Some(1), None, None], "a const char * points to bytes");
+        let shown: Vec<Option<(String, bool)>> = t.into_iter().map(|(c, _)| c.map(|c| (c.name, c.signed))).collect();
         assert_eq!(
             shown,
             vec![
@@ -139,7 +167,7 @@ mod tests {
 
     #[test]
     fn no_debug_information_gives_nothing() {
-        assert_eq!(param_types("define i32 @g(i32 %a) {\n}\n", "g", 1), vec![None]);
-        assert_eq!(param_types(TEXT, "other", 2), vec![None, None]);
+        assert_eq!(param_types("define i32 @g(i32 %a) {\n}\n", "g", 1), vec![(None, None)]);
+        assert_eq!(param_types(TEXT, "other", 2), vec![(None, None), (None, None)]);
     }
 }

@@ -25,7 +25,7 @@ struct Lowerer {
     global_ids: HashMap<usize, GlobalId>,
 }
 
-fn lower_type(t: llvm::Type) -> Ty {
+pub(crate) fn lower_type(t: llvm::Type) -> Ty {
     match llvm::type_kind(t) {
         LLVMTypeKind::LLVMIntegerTypeKind => Ty::Int(llvm::int_width(t)),
         LLVMTypeKind::LLVMPointerTypeKind => Ty::Ptr,
@@ -409,7 +409,7 @@ pub fn lower(m: LLVMModuleRef, f: llvm::Value, target_names: Vec<String>) -> Res
         } else {
             ParamExt::None
         };
-        params.push(Param { value, name: lw.value_names[value.0 as usize].clone(), ty: lower_type(llvm::type_of(p)), ext, c_type: None });
+        params.push(Param { value, name: lw.value_names[value.0 as usize].clone(), ty: lower_type(llvm::type_of(p)), ext, c_type: None, pointee_bytes: None, buffer_bytes: None });
     }
     for &b in &llvm_blocks {
         for i in llvm::instructions(b) {

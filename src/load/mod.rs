@@ -39,6 +39,9 @@ pub struct Loaded {
     /// The name `--function` has in `instrumented_bitcode` (`main` is renamed, see
     /// [`REPLAY_MAIN`], so that replay can link its own `main`).
     pub replay_function: String,
+    /// What the verdict assumes of the inputs, for the report: the `--assume` conditions, the
+    /// `--arg-size` buffer sizes and the length bounds they imply.
+    pub assumptions: Vec<String>,
 }
 
 /// What `main` is called in the instrumented bitcode.
@@ -91,11 +94,13 @@ pub struct LoadOptions {
     pub compile_commands: Option<PathBuf>,
     /// `--assume` conditions on the function's parameters (see [`assume`]).
     pub assumptions: Vec<String>,
+    /// `--arg-size NAME=BYTES`: the size of the buffer behind a pointer parameter.
+    pub arg_sizes: Vec<(String, u64)>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { recursion_depth: recursion::DEFAULT_DEPTH, extra_inputs: vec![], compile_commands: None, assumptions: vec![] }
+        LoadOptions { recursion_depth: recursion::DEFAULT_DEPTH, extra_inputs: vec![], compile_commands: None, assumptions: vec![], arg_sizes: vec![] }
     }
 }
 
@@ -177,15 +182,40 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     }
 
     // The user's assumptions become part of the program (see `assume`): before anything reads it.
-    if !options.assumptions.is_empty() {
-        let parsed = options
+    let mut assumptions: Vec<String> = vec![];
+    if !options.assumptions.is_empty() || !options.arg_sizes.is_empty() {
+        let mut parsed = options
             .assumptions
             .iter()
             .map(|t| assume::parse(t).map(|e| (t.clone(), e)).map_err(|m| Error::bad_input(format!("--assume '{t}': {m}"))))
             .collect::<Result<Vec<_>>>()?;
         let f = module.get_function(function).expect("checked above");
         let types = ctypes::param_types(&module.print_to_string().to_string(), function, f.count_params() as usize);
-        let unsigned: Vec<bool> = types.iter().map(|t| t.as_ref().is_some_and(|t| !t.signed)).collect();
+        let unsigned: Vec<bool> = types.iter().map(|(t, _)| t.as_ref().is_some_and(|t| !t.signed)).collect();
+        assumptions.extend(options.assumptions.iter().cloned());
+        // A sized buffer bounds the length tied to it (in elements of its C type).
+        let params: Vec<(String, crate::ir::Ty)> = f
+            .get_param_iter()
+            .map(|p| (assume::name_of(&p), lower::lower_type(llvm::type_of(inkwell::values::AsValueRef::as_value_ref(&p)))))
+            .collect();
+        let ties = crate::ir::length_ties(&params.iter().map(|(n, t)| (n.as_str(), t)).collect::<Vec<_>>());
+        for (name, bytes) in &options.arg_sizes {
+            let Some(k) = params.iter().position(|(n, _)| n == name) else {
+                let known: Vec<&str> = params.iter().filter(|(_, t)| *t == crate::ir::Ty::Ptr).map(|(n, _)| n.as_str()).collect();
+                return Err(Error::bad_input(format!("--arg-size {name}={bytes}: '{name}' is not a parameter of '{function}' (pointer parameters: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") })));
+            };
+            if params[k].1 != crate::ir::Ty::Ptr {
+                return Err(Error::bad_input(format!("--arg-size {name}={bytes}: '{name}' is not a pointer parameter")));
+            }
+            assumptions.push(format!("{name} points to {bytes} bytes"));
+            for &(_, l) in ties.iter().filter(|(b, _)| *b == k) {
+                let elem = types.get(k).and_then(|(_, p)| *p).unwrap_or(1).max(1);
+                let text = format!("{} <= {}", params[l].0, bytes / elem);
+                let e = assume::Expr::Binary(assume::BinOp::Le, Box::new(assume::Expr::Param(params[l].0.clone())), Box::new(assume::Expr::Lit(bytes / elem, false)));
+                assumptions.push(text.clone());
+                parsed.push((text, e));
+            }
+        }
         assume::inject(&module, f, &parsed, &unsigned)?;
         info!(assumptions = parsed.len(), "assumptions compiled into '{function}'");
     }
@@ -258,8 +288,12 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
 
     let f = module.get_function(function).expect("checked above").as_value_ref();
     let mut program = lower::lower(m, f, target_blocks.clone())?;
-    for (p, c) in program.function.params.iter_mut().zip(c_types) {
+    for (p, (c, pointee)) in program.function.params.iter_mut().zip(c_types) {
         p.c_type = c;
+        p.pointee_bytes = pointee;
+    }
+    for p in program.function.params.iter_mut() {
+        p.buffer_bytes = options.arg_sizes.iter().find(|(n, _)| *n == p.name).map(|(_, b)| *b);
     }
     // No marker left anywhere in the module: the target blocks were dropped as dead code (the
     // inliner copies only the blocks a call can reach, and removes internal functions it
@@ -288,5 +322,5 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         targets = program.function.target_blocks().len(),
         "lowered '{function}'"
     );
-    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, replay_function })
+    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, replay_function, assumptions })
 }

@@ -411,7 +411,7 @@ mod tests {
     fn function(name: &str, params: Vec<(&str, Ty, ParamExt)>) -> Function {
         Function {
             name: name.into(),
-            params: params.into_iter().enumerate().map(|(k, (n, ty, ext))| Param { value: crate::ir::ValueId(k as u32), name: n.into(), ty, ext, c_type: None }).collect(),
+            params: params.into_iter().enumerate().map(|(k, (n, ty, ext))| Param { value: crate::ir::ValueId(k as u32), name: n.into(), ty, ext, c_type: None, pointee_bytes: None, buffer_bytes: None }).collect(),
             ret: Ty::Void,
             blocks: vec![],
             value_types: vec![],

@@ -143,11 +143,24 @@ impl Replayer {
 
     /// The standalone driver source for `w` (the regression test of `--emit-tests`).
     pub fn driver_source(&self, w: &Witness) -> String {
+        let w = &self.fitted(w);
         let mut src = driver::generate(&self.spec(), w);
         if let Some(stubs) = &self.stubs {
             src.push_str(stubs);
         }
         src
+    }
+
+    /// `w` with the buffers the user sized (`--arg-size`) at exactly their sizes, whichever
+    /// engine made it.
+    fn fitted<'w>(&self, w: &'w Witness) -> std::borrow::Cow<'w, Witness> {
+        if self.function.params.iter().any(|p| p.buffer_bytes.is_some()) {
+            let mut w = w.clone();
+            w.fit_buffers(&self.function.params);
+            std::borrow::Cow::Owned(w)
+        } else {
+            std::borrow::Cow::Borrowed(w)
+        }
     }
 
     /// Runs the program on `w` with the default limits.
@@ -169,7 +182,7 @@ impl Replayer {
         }
         let witness = work.join("witness");
         let token = random_token();
-        write(&witness, &driver::encode(&self.spec(), w, token))?;
+        write(&witness, &driver::encode(&self.spec(), &self.fitted(w), token))?;
         let input = std::fs::File::open(&witness).map_err(|e| Error::internal(format!("opening {}: {e}", witness.display())))?;
         // Nobody else may write the directory (the executable cannot be swapped); the run sees it
         // read-only and writes to its own tmpfs.

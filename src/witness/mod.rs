@@ -57,6 +57,26 @@ pub struct Witness {
     pub nondet: Vec<u64>,
 }
 
+impl Witness {
+    /// Gives every buffer parameter with a size of the user's (`--arg-size`) exactly that many
+    /// bytes (cut, or padded with zeros): what every replay runs and every report shows,
+    /// whichever engine found the witness.
+    pub fn fit_buffers(&mut self, params: &[crate::ir::Param]) {
+        fit_buffers(&mut self.params, params);
+    }
+}
+
+/// [`Witness::fit_buffers`] on a list of inputs (a report's).
+pub fn fit_buffers(inputs: &mut [ParamInput], params: &[crate::ir::Param]) {
+    for input in inputs {
+        if let ParamInput::Buffer { name, bytes, .. } = input {
+            if let Some(n) = params.iter().find(|p| &p.name == name).and_then(|p| p.buffer_bytes) {
+                bytes.resize(n as usize, 0);
+            }
+        }
+    }
+}
+
 /// The symbol an array expression ultimately stores into (through stores).
 fn array_root(pool: &ExprPool, mut a: ExprId) -> ExprId {
     while let Expr::Store { array, .. } = pool.get(a) {
@@ -88,46 +108,32 @@ fn loads_in(pool: &ExprPool, root: ExprId) -> Vec<(ExprId, ExprId, u32)> {
 /// Largest length a tied length parameter is first asked to stay within (see [`length_ties`]).
 pub const PREFERRED_MAX_LEN: u64 = 64;
 
-/// Whether an integer parameter's name says it is the length of a buffer (`len`, `length`,
-/// `size`, `n`, `count`, `buf_len`, `nbytes`, ...).
-fn is_length_name(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    let n = n.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    ["len", "length", "size", "sz", "n", "count", "cnt", "num", "nbytes", "bytes", "cap", "capacity", "nmemb", "avail"].contains(&n)
-        || ["len", "length", "size", "count", "_n", "bytes"].iter().any(|s| n.ends_with(s))
-}
-
-/// `(buffer parameter, length parameter)` index pairs: an integer parameter named like a length
-/// (see [`is_length_name`]) tied to the nearest pointer parameter before it (`char *s, size_t
-/// len`; `const uint8_t *buf, int n`), else after it. The APC engine first asks for models with
-/// such lengths at most [`PREFERRED_MAX_LEN`] (a preference, dropped when unsatisfiable, never
-/// a proof), and the buffer of a witness is made as long as its length says, so that a replay
-/// does not read past it (a `len = 64 GiB` model with a 64-byte buffer crashed replays).
+/// `(buffer parameter, length parameter)` index pairs of the function under analysis (see
+/// [`crate::ir::length_ties`]). The APC engine first asks for models with such lengths at most
+/// [`PREFERRED_MAX_LEN`] (a preference, dropped when unsatisfiable, never a proof), and the
+/// buffer of a witness is made as long as its length says, so that a replay does not read past
+/// it (a `len = 64 GiB` model with a 64-byte buffer crashed replays).
 pub fn length_ties(program: &Program) -> Vec<(usize, usize)> {
-    let params = &program.function.params;
-    let mut out = vec![];
-    for (k, p) in params.iter().enumerate() {
-        if !matches!(p.ty, Ty::Int(w) if w >= 8) || !is_length_name(&p.name) {
-            continue;
-        }
-        let before = (0..k).rev().find(|&j| matches!(params[j].ty, Ty::Ptr));
-        let after = (k + 1..params.len()).find(|&j| matches!(params[j].ty, Ty::Ptr));
-        if let Some(b) = before.or(after) {
-            out.push((b, k));
-        }
-    }
-    out
+    let params: Vec<(&str, &Ty)> = program.function.params.iter().map(|p| (p.name.as_str(), &p.ty)).collect();
+    crate::ir::length_ties(&params)
 }
 
 /// The bytes of input buffer `obj` and the buffers its slots point to. Its size: `tied_len`
 /// elements when a length parameter says it (see [`length_ties`]), else from the loads of the
 /// solved formula; always covering its pointer slots, with slack.
-fn buffer_contents(apc: &Apc, obj: crate::symex::ObjectId, loads: &[(ExprId, ExprId, u32)], m: &mut ModelView, tied_len: Option<u64>) -> (Vec<u8>, Vec<Pointee>) {
+fn buffer_contents(
+    apc: &Apc,
+    obj: crate::symex::ObjectId,
+    loads: &[(ExprId, ExprId, u32)],
+    m: &mut ModelView,
+    tied_len: Option<u64>,
+    c_elem: Option<u64>,
+) -> (Vec<u8>, Vec<Pointee>) {
     let info = apc.inputs.object(obj);
     let slots = apc.inputs.pointees_of(obj);
     // A tied length counts elements: as many bytes as the widest load of this buffer reads
-    // (an `int *A, int n` buffer holds 4n bytes; 8 per element when no load is known).
-    let elem = loads.iter().filter(|(root, _, _)| *root == info.initial).map(|(_, _, n)| *n as u64).max().unwrap_or(8);
+    // (an `int *A, int n` buffer holds 4n bytes), else as its C type says (`c_elem`), else 8.
+    let elem = loads.iter().filter(|(root, _, _)| *root == info.initial).map(|(_, _, n)| *n as u64).max().or(c_elem).unwrap_or(8);
     let mut needed = slots.iter().map(|(o, _)| o + 8).max().unwrap_or(0).max(tied_len.map_or(0, |l| l.saturating_mul(elem)));
     for (root, off, n) in loads {
         if *root == info.initial && tied_len.is_none() {
@@ -143,7 +149,7 @@ fn buffer_contents(apc: &Apc, obj: crate::symex::ObjectId, loads: &[(ExprId, Exp
     let pointees = slots
         .into_iter()
         .map(|(offset, child)| {
-            let (bytes, pointees) = buffer_contents(apc, child, loads, m, None);
+            let (bytes, pointees) = buffer_contents(apc, child, loads, m, None, None);
             Pointee { offset, bytes, pointees }
         })
         .collect();
@@ -173,10 +179,15 @@ pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, solved: ExprId,
             }
             Ty::Ptr => {
                 let tied = tied_len(k, m);
-                let (bytes, pointees) = match apc.inputs.param_buffer_object(&p.name) {
-                    Some(obj) => buffer_contents(apc, obj.id, &loads, m, tied),
-                    None => (vec![0; tied.unwrap_or(0) as usize + BUFFER_SLACK], vec![]),
+                let (mut bytes, pointees) = match apc.inputs.param_buffer_object(&p.name) {
+                    Some(obj) => buffer_contents(apc, obj.id, &loads, m, tied, p.pointee_bytes),
+                    None => (vec![0; (tied.unwrap_or(0) * p.pointee_bytes.unwrap_or(8)) as usize + BUFFER_SLACK], vec![]),
                 };
+                if let Some(n) = p.buffer_bytes {
+                    // The user's size (`--arg-size`), the model's bytes in it.
+                    let initial = apc.inputs.param_buffer_object(&p.name).map(|o| apc.inputs.object(o.id).initial);
+                    bytes = (0..n).map(|k| initial.and_then(|a| m.eval_element(a, k)).unwrap_or(0) as u8).collect();
+                }
                 params.push(ParamInput::Buffer { name: p.name.clone(), bytes, pointees });
             }
             other => params.push(ParamInput::Zero { name: p.name.clone(), c_type: other.to_string() }),
@@ -208,7 +219,7 @@ mod tests {
     fn program(params: &[(&str, Ty)]) -> Program {
         let function = Function {
             name: "f".into(),
-            params: params.iter().enumerate().map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: (*n).into(), ty: ty.clone(), ext: ParamExt::None, c_type: None }).collect(),
+            params: params.iter().enumerate().map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: (*n).into(), ty: ty.clone(), ext: ParamExt::None, c_type: None, pointee_bytes: None, buffer_bytes: None }).collect(),
             ret: Ty::Void,
             blocks: vec![],
             value_types: vec![],
@@ -224,6 +235,9 @@ mod tests {
         assert_eq!(length_ties(&p), vec![(0, 1), (3, 4)]);
         let p = program(&[("n", Ty::Int(32)), ("buf", Ty::Ptr)]);
         assert_eq!(length_ties(&p), vec![(1, 0)]);
+        // One length per buffer, the nearest.
+        let p = program(&[("s", Ty::Ptr), ("len", Ty::Int(64)), ("n", Ty::Int(32))]);
+        assert_eq!(length_ties(&p), vec![(0, 1)]);
         // Not lengths: other names, flags, no buffer at all.
         assert!(length_ties(&program(&[("s", Ty::Ptr), ("mode", Ty::Int(32)), ("c", Ty::Int(1))])).is_empty());
         assert!(length_ties(&program(&[("len", Ty::Int(32))])).is_empty());

@@ -192,6 +192,9 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             report.stubs = rp.stubbed().iter().filter(|s| Some(s.as_str()) != call_target).cloned().collect();
         }
     }
+    if report.verdict == Verdict::Unknown {
+        report.reason.push_str(&unknown_causes(&report.stubs, loaded.recursion_cut.as_ref()));
+    }
     if config.keep_temps {
         if let Ok(rp) = native.get() {
             eprintln!("apc-llvm: replay files kept in {}", rp.dir().display());
@@ -199,6 +202,24 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     }
     report.timings.insert("total".into(), t0.elapsed().as_secs_f64());
     Ok(report)
+}
+
+/// What an `unknown` may be owed to, beyond the engines' own reasons: functions the replays
+/// stubbed (a witness that needs their real results cannot replay) and recursion cut at its
+/// bound where the target may lie deeper (what lies past the cut is unknown to the analysis).
+fn unknown_causes(stubs: &[String], cut: Option<&crate::load::recursion::Unrolling>) -> String {
+    let mut out = String::new();
+    if !stubs.is_empty() {
+        out.push_str(&format!("; replays ran with stubs returning 0 for {} (no definition in the bitcode)", stubs.join(", ")));
+    }
+    if let Some(u) = cut.filter(|u| u.marked_cuts > 0) {
+        out.push_str(&format!(
+            "; recursion of {} was cut after {} copies (--recursion-depth; deeper calls are unknown)",
+            u.functions.join(", "),
+            u.depth
+        ));
+    }
+    out
 }
 
 /// Writes the regression test of a witness that reached the target.

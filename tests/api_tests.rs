@@ -138,3 +138,15 @@ fn a_buffer_size_of_the_user_bounds_the_witness_and_the_tied_length() {
     assert_bad_input(&run_on(&p.path, &["--function", "sum", "--line", "sized.c:15", "--arg-size", "q=8"]), "(pointer parameters: a)");
     assert_bad_input(&run_on(&p.path, &["--function", "sum", "--line", "sized.c:15", "--arg-size", "a=0"]), "expected NAME=BYTES");
 }
+
+/// An `unknown` names what it may be owed to: here, the external function the replays stubbed
+/// (its real result decides the target).
+#[test]
+fn an_unknown_names_the_stubbed_function_it_may_be_owed_to() {
+    let src = "extern int ext(int);\nint f(int x) {\n  int y = ext(x);\n  if (y == 12345)\n    return 1;\n  return 0;\n}\n";
+    let p = c_program("stubbed", src);
+    let r = json_report(&p.path, &["--function", "f", "--line", "stubbed.c:5", "--timeout", "4", "--engine", "apc,dse"]);
+    assert_eq!(r["verdict"], "unknown", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("replays ran with stubs returning 0 for ext"), "{r:#}");
+    assert_eq!(r["stubs"][0], "ext", "{r:#}");
+}

@@ -42,6 +42,9 @@ pub struct Loaded {
     /// What the verdict assumes of the inputs, for the report: the `--assume` conditions, the
     /// `--arg-size` buffer sizes and the length bounds they imply.
     pub assumptions: Vec<String>,
+    /// Recursive functions whose calls were cut past `--recursion-depth` copies (their results
+    /// are unknown beyond it), for the report's reasons.
+    pub recursion_cut: Option<recursion::Unrolling>,
 }
 
 /// What `main` is called in the instrumented bitcode.
@@ -275,7 +278,8 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     link_environment_models(&ctx, &module, &declared_functions, tmp.path())?;
 
     // Recursion unrolled to a bound, cut calls marked as targets when they may lead to it.
-    if let Some(u) = recursion::unroll(&module, options.recursion_depth, resolved.len() as u32) {
+    let recursion_cut = recursion::unroll(&module, options.recursion_depth, resolved.len() as u32);
+    if let Some(u) = &recursion_cut {
         info!(functions = ?u.functions, depth = u.depth, marked_cuts = u.marked_cuts, "recursion unrolled");
     }
 
@@ -322,5 +326,5 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         targets = program.function.target_blocks().len(),
         "lowered '{function}'"
     );
-    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, replay_function, assumptions })
+    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, replay_function, assumptions, recursion_cut })
 }

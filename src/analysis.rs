@@ -204,6 +204,49 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     Ok(report)
 }
 
+/// Analyses every target of `set` one by one, each with the whole `--timeout` and with its own
+/// deadline and memory bound ([`run_bounded`]); `each` sees every report as it comes (progress).
+/// A target whose analysis had to be abandoned stops the batch (its worker may still run: the
+/// process must then end with [`solve::exit_now`], as `abandoned` says).
+pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut dyn FnMut(usize, usize, &Report)) -> (Result<crate::report::batch::BatchReport>, bool) {
+    let targets = match load::list_targets(&config.input, &config.function, set, &config.load_options()) {
+        Ok(t) => t,
+        Err(e) => return (Err(e), false),
+    };
+    let what = match set {
+        load::TargetSet::EveryBlock => "every block".to_string(),
+        load::TargetSet::EveryCallTo(f) => format!("every call to {f}"),
+    };
+    let mut batch = crate::report::batch::BatchReport { function: config.function.clone(), what, entries: vec![], skipped: vec![] };
+    let mut abandoned = false;
+    for (k, t) in targets.iter().enumerate() {
+        if abandoned {
+            batch.skipped.push(t.describe());
+            continue;
+        }
+        let mut c = config.clone();
+        c.target = t.clone();
+        let b = run_bounded(&c);
+        abandoned = b.abandoned;
+        match b.result {
+            Ok(report) => {
+                each(k, targets.len(), &report);
+                batch.entries.push(crate::report::batch::BatchEntry { target: t.describe(), report });
+            }
+            // A target the analysis cannot take (a block dropped as dead code is `unreachable`,
+            // not an error): the batch goes on, the target counts as unknown.
+            Err(e) if e.exit_status() == 2 => {
+                let mut report = Report::bare(&config.function, t.describe());
+                report.reason = format!("not analysed: {e}");
+                each(k, targets.len(), &report);
+                batch.entries.push(crate::report::batch::BatchEntry { target: t.describe(), report });
+            }
+            Err(e) => return (Err(e), abandoned),
+        }
+    }
+    (Ok(batch), abandoned)
+}
+
 /// What an `unknown` may be owed to, beyond the engines' own reasons: functions the replays
 /// stubbed (a witness that needs their real results cannot replay) and recursion cut at its
 /// bound where the target may lie deeper (what lies past the cut is unknown to the analysis).

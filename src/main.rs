@@ -18,7 +18,7 @@ use std::time::Duration;
 /// say otherwise: then 3), 2 for bad usage or input, 1 for an internal error.
 #[derive(Parser, Debug)]
 #[command(name = "apc-llvm", version, verbatim_doc_comment)]
-#[command(group(ArgGroup::new("target").required(true).args(["block", "line", "call"])))]
+#[command(group(ArgGroup::new("target").required(true).args(["block", "line", "call", "cover", "all_calls"])))]
 struct Cli {
     /// Program to analyse: LLVM bitcode (.bc), textual IR (.ll), or C (.c, compiled with clang-19 -g -O0);
     /// several are linked into one program
@@ -41,6 +41,14 @@ struct Cli {
     /// Target: every block that calls this function (e.g. reach_error)
     #[arg(long, value_name = "FUNC")]
     call: Option<String>,
+    /// Many targets: every block of --function, each analysed on its own (with the whole
+    /// --timeout): a replayed test or a proof of deadness per block, a summary at the end
+    /// (with --emit-tests, a regression test per reached block)
+    #[arg(long)]
+    cover: bool,
+    /// Many targets: every block that calls FUNC, each call site analysed on its own
+    #[arg(long, value_name = "FUNC")]
+    all_calls: Option<String>,
     /// Print one JSON object on stdout instead of the human report
     #[arg(long)]
     json: bool,
@@ -127,7 +135,8 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         (Some(b), _, _) => TargetSpec::Block(b.clone()),
         (_, Some(l), _) => TargetSpec::parse_line(l)?,
         (_, _, Some(c)) => TargetSpec::Call(c.clone()),
-        _ => unreachable!("clap enforces one target"),
+        // Many targets (`--cover`, `--all-calls`): each run gets its own (see `batch_set`).
+        _ => TargetSpec::Block(String::new()),
     };
     if !(cli.timeout.is_finite() && cli.timeout > 0.0) {
         return Err(Error::bad_input(format!("--timeout must be a positive number of seconds, got {}", cli.timeout)));
@@ -185,6 +194,67 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         config.engines = apc_llvm::engine::EngineKind::parse_list(list).map_err(Error::bad_input)?;
     }
     Ok(config)
+}
+
+/// The target set of `--cover` / `--all-calls`, if one was asked for.
+fn batch_set(cli: &Cli) -> Option<apc_llvm::load::TargetSet> {
+    match (&cli.all_calls, cli.cover) {
+        (Some(f), _) => Some(apc_llvm::load::TargetSet::EveryCallTo(f.clone())),
+        (None, true) => Some(apc_llvm::load::TargetSet::EveryBlock),
+        _ => None,
+    }
+}
+
+/// Many targets, one by one, with a progress line per target on stderr (a terminal only) and
+/// the batch report at the end. `--expect`: every verdict must be one of these; `--fail-on`: no
+/// verdict may be.
+fn run_batch(cli: &Cli, set: &apc_llvm::load::TargetSet, expect: Option<&[String]>, fail_on: Option<&[String]>) -> ExitCode {
+    use std::io::IsTerminal;
+    let config = match config_from(cli) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("apc-llvm: error: {e}");
+            return ExitCode::from(e.exit_status() as u8);
+        }
+    };
+    let tty = std::io::stderr().is_terminal();
+    let mut progress = |k: usize, n: usize, r: &apc_llvm::report::Report| {
+        if tty {
+            eprintln!("[{}/{n}] {}: {}", k + 1, r.target_spec, r.verdict);
+        }
+    };
+    let (result, abandoned) = analysis::run_batch(&config, set, &mut progress);
+    let code = match result {
+        Ok(batch) => {
+            if cli.json {
+                println!("{}", batch.to_json());
+            } else {
+                print!("{}", batch.to_text());
+            }
+            let verdicts: Vec<String> = batch.entries.iter().map(|e| e.report.verdict.to_string()).collect();
+            if let Some(e) = expect.filter(|e| verdicts.iter().any(|v| !e.contains(v))) {
+                eprintln!("apc-llvm: a verdict is not {}", e.join(" or "));
+                3
+            } else if let Some(f) = fail_on.filter(|f| verdicts.iter().any(|v| f.contains(v))) {
+                eprintln!("apc-llvm: a verdict is {} (--fail-on)", f.join(" or "));
+                3
+            } else {
+                0
+            }
+        }
+        Err(e) => {
+            eprintln!("apc-llvm: error: {e}");
+            e.exit_status()
+        }
+    };
+    apc_llvm::cleanup::finish();
+    if abandoned || apc_llvm::solve::workers_left_running() {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        apc_llvm::solve::exit_now(code);
+    }
+    ExitCode::from(code as u8)
 }
 
 /// The verdicts of `--expect` / `--fail-on`.
@@ -255,6 +325,9 @@ fn main() -> ExitCode {
                 ExitCode::from(e.exit_status() as u8)
             }
         };
+    }
+    if let Some(set) = batch_set(&cli) {
+        return run_batch(&cli, &set, expect.as_deref(), fail_on.as_deref());
     }
     let (result, abandoned) = match config_from(&cli) {
         Ok(c) => {

@@ -113,8 +113,9 @@ pub fn load(path: &Path, function: &str, spec: &TargetSpec) -> Result<Loaded> {
     load_with(path, function, spec, &LoadOptions::default())
 }
 
-/// Loads INPUT, marks the target and lowers `function` into the owned IR.
-pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadOptions) -> Result<Loaded> {
+/// Checks INPUT, compiles the C inputs (into `tmp`), parses and links every input into one module
+/// of `ctx`, and checks that `function` has a body in it.
+fn open_module<'ctx>(ctx: &'ctx Context, path: &Path, function: &str, options: &LoadOptions, tmp: &Path) -> Result<inkwell::module::Module<'ctx>> {
     if !path.exists() {
         return Err(Error::bad_input(format!("{}: no such file", path.display())));
     }
@@ -125,11 +126,6 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     if !path.metadata().is_ok_and(|m| m.is_file()) {
         return Err(Error::bad_input(format!("{}: not a regular file (a FIFO, socket or device?), expected .c, .bc or .ll", path.display())));
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("apc-load-")
-        .tempdir()
-        .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
-    let _registered = crate::cleanup::Guard::new(tmp.path());
     // Every input with the flags its compilation database entry gives it (if any).
     let database = match &options.compile_commands {
         Some(p) => project::read_compile_commands(p)?,
@@ -151,26 +147,18 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
             info!("compiling {} with clang", input.display());
             let entry = database.iter().find(|e| canonical(&e.file) == canonical(input));
             let (flags, cwd) = entry.map_or((&[][..], None), |e| (&e.flags[..], Some(e.directory.as_path())));
-            bitcode_paths.push(input::compile_c_with(input, tmp.path(), &format!("{k}-"), flags, cwd)?);
+            bitcode_paths.push(input::compile_c_with(input, tmp, &format!("{k}-"), flags, cwd)?);
         } else {
             bitcode_paths.push(input.to_path_buf());
         }
     }
     let bitcode_path = bitcode_paths[0].clone();
 
-    // One LLVM context per load, used by this thread only; every LLVM object of the load (module,
-    // linked models, pass builder, target machine, raw values handed to `lower`) is dropped
-    // before it: `module` is declared after `ctx`, so it is dropped first, and `Loaded` holds
-    // owned data only (ARCHITECTURE.md, "Threads and FFI ownership").
-    let ctx = Context::create();
-    let module = input::parse_module(&ctx, &bitcode_path)?;
+    let module = input::parse_module(ctx, &bitcode_path)?;
     for (other, input) in bitcode_paths.iter().zip(&inputs).skip(1) {
-        let o = input::parse_module(&ctx, other)?;
+        let o = input::parse_module(ctx, other)?;
         llvm::link_modules(&module, o).map_err(|e| Error::bad_input(format!("{}: cannot be linked with the other inputs: {e}", input.display())))?;
     }
-    let m = module.as_mut_ptr();
-    llvm::install_diagnostic_logger(m);
-
     let defined: Vec<String> = module
         .get_functions()
         .filter(|f| f.count_basic_blocks() > 0)
@@ -183,6 +171,71 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
             list_names(&defined)
         )));
     }
+
+    Ok(module)
+}
+
+/// A set of targets analysed one by one (`--cover`, `--all-calls`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetSet {
+    /// Every basic block of the function, as written.
+    EveryBlock,
+    /// Every block (of the function or the functions it calls) that calls this function.
+    EveryCallTo(String),
+}
+
+/// The targets of `set` in `function` as written, each a `--block` target of its own (callees'
+/// blocks as `FUNC:LABEL`).
+pub fn list_targets(path: &Path, function: &str, set: &TargetSet, options: &LoadOptions) -> Result<Vec<TargetSpec>> {
+    let tmp = tempfile::Builder::new()
+        .prefix("apc-load-")
+        .tempdir()
+        .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+    let _registered = crate::cleanup::Guard::new(tmp.path());
+    let ctx = Context::create();
+    let module = open_module(&ctx, path, function, options, tmp.path())?;
+    let f = module.get_function(function).expect("checked by open_module");
+    match set {
+        TargetSet::EveryBlock => {
+            let labels: Vec<String> = f.get_basic_block_iter().map(|b| b.get_name().to_string_lossy().into_owned()).collect();
+            if labels.iter().any(|l| l.is_empty()) {
+                return Err(Error::bad_input(format!("--cover: the blocks of '{function}' have no names (compile with -fno-discard-value-names)")));
+            }
+            Ok(labels.into_iter().map(TargetSpec::Block).collect())
+        }
+        TargetSet::EveryCallTo(callee) => {
+            let hits = target::resolve(module.as_mut_ptr(), function, &TargetSpec::Call(callee.clone()))
+                .map_err(|e| Error::bad_input(e.to_string().replace("--call", "--all-calls")))?;
+            if hits.iter().any(|h| h.label.is_empty()) {
+                return Err(Error::bad_input(format!("--all-calls {callee}: the calling blocks have no names (compile with -fno-discard-value-names)")));
+            }
+            let mut out: Vec<TargetSpec> = vec![];
+            for h in hits {
+                let t = TargetSpec::Block(format!("{}:{}", h.function, h.label));
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Loads INPUT, marks the target and lowers `function` into the owned IR.
+pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadOptions) -> Result<Loaded> {
+    let tmp = tempfile::Builder::new()
+        .prefix("apc-load-")
+        .tempdir()
+        .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+    let _registered = crate::cleanup::Guard::new(tmp.path());
+    // One LLVM context per load, used by this thread only; every LLVM object of the load (module,
+    // linked models, pass builder, target machine, raw values handed to `lower`) is dropped
+    // before it: `module` is declared after `ctx`, so it is dropped first, and `Loaded` holds
+    // owned data only (ARCHITECTURE.md, "Threads and FFI ownership").
+    let ctx = Context::create();
+    let module = open_module(&ctx, path, function, options, tmp.path())?;
+    let m = module.as_mut_ptr();
+    llvm::install_diagnostic_logger(m);
 
     // The user's assumptions become part of the program (see `assume`): before anything reads it.
     let mut assumptions: Vec<String> = vec![];

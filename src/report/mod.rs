@@ -1,5 +1,6 @@
 //! The result of a run, printed for people or as JSON.
 
+pub mod batch;
 pub mod emit;
 
 use crate::cfg::{Node, Structure};

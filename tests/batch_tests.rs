@@ -1,0 +1,52 @@
+//! Many targets at once: `--cover` (every block of a function: a replayed test or a proof each)
+//! and `--all-calls F` (every call site of F on its own).
+
+mod common;
+use common::*;
+
+const DEAD_BODY: &str = "int h(unsigned char x) {\n  int n = 0;\n  while (x > 300) {\n    n++;\n    x--;\n  }\n  return n;\n}\n";
+
+/// A function with a dead block and three live ones: three replayed tests and one proof, each
+/// regression test written.
+#[test]
+fn cover_gives_a_test_per_live_block_and_a_proof_per_dead_one() {
+    let p = c_program("cover", DEAD_BODY);
+    let tests = tempfile::tempdir().unwrap();
+    let out = run_on(&p.path, &["--function", "h", "--cover", "--timeout", "20", "--json", "--emit-tests", tests.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["summary"], serde_json::json!({"reachable": 3, "unreachable": 1, "unknown": 0}), "{r:#}");
+    let verdict = |label: &str| r["targets"].as_array().unwrap().iter().find(|t| t["target_spec"] == format!("block {label}")).unwrap()["verdict"].clone();
+    assert_eq!(verdict("while.body"), "unreachable", "{r:#}");
+    for live in ["entry", "while.cond", "while.end"] {
+        assert_eq!(verdict(live), "reachable", "{r:#}");
+    }
+    let c_files = std::fs::read_dir(tests.path()).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "c")).count();
+    assert_eq!(c_files, 3, "one regression test per reached block");
+    // The human report: one line per block and the summary.
+    let out = run_on(&p.path, &["--function", "h", "--cover", "--timeout", "20"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("summary: 3 reachable (replayed), 1 unreachable (proved), 0 unknown"), "{text}");
+    assert!(text.lines().any(|l| l.contains("block while.body") && l.contains("proof")), "{text}");
+    // --fail-on applies to every verdict.
+    let out = run_on(&p.path, &["--function", "h", "--cover", "--timeout", "20", "--fail-on", "unreachable"]);
+    assert_eq!(out.status.code(), Some(3));
+}
+
+/// Every call site on its own: one reached, one dead.
+#[test]
+fn all_calls_analyses_each_call_site() {
+    let src = "extern void reach_error(void);\nvoid f(int x) {\n  if (x == 7)\n    reach_error();\n  if (x > 5 && x < 3)\n    reach_error();\n}\n";
+    let p = c_program("calls", src);
+    let r = json_report(&p.path, &["--function", "f", "--all-calls", "reach_error", "--timeout", "20"]);
+    let got: Vec<(String, String)> = r["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["target_spec"].as_str().unwrap().to_string(), t["verdict"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(got.len(), 2, "{r:#}");
+    assert_eq!(got[0].1, "reachable", "{r:#}");
+    assert_eq!(got[1].1, "unreachable", "{r:#}");
+    assert_bad_input(&run_on(&p.path, &["--function", "f", "--all-calls", "nothere"]), "--all-calls nothere: the module has no function 'nothere'");
+}

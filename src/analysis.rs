@@ -58,6 +58,12 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     info!(backbones = structure.backbones.len(), loops = structure.loops.len(), "loop structure computed");
     let t_cfg = t1.elapsed().as_secs_f64();
 
+    if let Some(path) = &config.dot {
+        // A picture is a by-product: a failure to draw it is a warning, never the verdict.
+        if let Err(e) = write_dot(path, &crate::cfg::dot::to_dot(f, &structure)) {
+            eprintln!("apc-llvm: warning: --dot {}: {e}", path.display());
+        }
+    }
     let mut report = Report::new(f, config.target.describe(), &structure);
     report.assumptions = loaded.assumptions.clone();
     report.timings.insert("load".into(), t_load);
@@ -245,6 +251,30 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut dyn FnMut(us
         }
     }
     (Ok(batch), abandoned)
+}
+
+/// Writes `dot` to `path` (through Graphviz's `dot -Tsvg` for a `.svg` path), via a temporary
+/// file renamed into place: nothing half-written.
+fn write_dot(path: &Path, dot: &str) -> std::result::Result<(), String> {
+    let tmp = path.with_extension("partial");
+    let written = if path.extension().is_some_and(|e| e == "svg") {
+        use std::io::Write;
+        let mut child = std::process::Command::new("dot")
+            .args(["-Tsvg", "-o"])
+            .arg(&tmp)
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run Graphviz's dot: {e}"))?;
+        child.stdin.take().expect("piped").write_all(dot.as_bytes()).map_err(|e| e.to_string())?;
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        if out.status.success() { Ok(()) } else { Err(format!("dot failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""))) }
+    } else {
+        std::fs::write(&tmp, dot).map_err(|e| e.to_string())
+    };
+    written.and_then(|_| std::fs::rename(&tmp, path).map_err(|e| e.to_string())).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// What an `unknown` may be owed to, beyond the engines' own reasons: functions the replays

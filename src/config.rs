@@ -43,6 +43,8 @@ pub struct Config {
     pub assumptions: Vec<String>,
     /// `--arg-size NAME=BYTES`: sizes of the buffers behind pointer parameters.
     pub arg_sizes: Vec<(String, u64)>,
+    /// `--dot FILE`: where to draw the flowgraph (DOT, or SVG through Graphviz for `.svg`).
+    pub dot: Option<PathBuf>,
 }
 
 impl Config {
@@ -65,6 +67,7 @@ impl Config {
             compile_commands: None,
             assumptions: vec![],
             arg_sizes: vec![],
+            dot: None,
         }
     }
 

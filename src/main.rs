@@ -92,6 +92,11 @@ struct Cli {
     /// the buffer (`char *s, size_t len`) is assumed to fit in it
     #[arg(long, value_name = "NAME=BYTES")]
     arg_size: Vec<String>,
+    /// Draw the analysed function's flowgraph to FILE (Graphviz DOT; SVG when FILE ends in .svg
+    /// and Graphviz's `dot` is installed): loops as clusters, loop entries double-outlined,
+    /// targets red, the program's backbones bold blue, back edges dashed
+    #[arg(long, value_name = "FILE")]
+    dot: Option<PathBuf>,
     /// Exit with status 3 unless the verdict is one of these (comma-separated: reachable,
     /// unreachable, unknown): recorded verdicts as regression oracles (scripts/apc.mk's apc-check)
     #[arg(long, value_name = "VERDICTS")]
@@ -170,6 +175,16 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         apc_llvm::load::assume::parse(a).map_err(|m| Error::bad_input(format!("--assume '{a}': {m}")))?;
     }
     config.assumptions = cli.assume.clone();
+    if let Some(d) = &cli.dot {
+        let dir = d.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() {
+            return Err(Error::bad_input(format!("--dot {}: no directory {}", d.display(), dir.display())));
+        }
+        if d.extension().is_some_and(|e| e == "svg") && std::process::Command::new("dot").arg("-V").output().is_err() {
+            return Err(Error::bad_input(format!("--dot {}: SVG needs Graphviz's dot, which is not installed (write a .dot file instead)", d.display())));
+        }
+        config.dot = Some(d.clone());
+    }
     for a in &cli.arg_size {
         let parsed = a.split_once('=').and_then(|(n, b)| Some((n.trim().to_string(), b.trim().parse::<u64>().ok()?)));
         match parsed {

@@ -291,3 +291,20 @@ fn a_function_with_thousands_of_backbones_gets_a_short_report() {
     let out = run_on(&p.path, &verbose);
     assert!(String::from_utf8_lossy(&out.stdout).lines().count() > 4096);
 }
+
+/// `--dot`: the flowgraph as the analysis sees it, written beside the verdict.
+#[test]
+fn the_flowgraph_is_drawn_with_its_loops_and_targets() {
+    let src = "extern void reach_error(void);\nvoid f(int n) {\n  int s = 0;\n  for (int i = 0; i < n; i++)\n    s += i;\n  if (s == 10)\n    reach_error();\n}\n";
+    let p = c_program("drawn", src);
+    let dot = p.dir.path().join("f.dot");
+    let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--timeout", "20", "--dot", dot.to_str().unwrap()]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let text = std::fs::read_to_string(&dot).expect("the DOT file");
+    assert!(text.starts_with("digraph \"f\""), "{text}");
+    assert!(text.contains("subgraph cluster_loop0") && text.contains("peripheries=2"), "the loop and its entry: {text}");
+    assert!(text.contains("color=red"), "the target: {text}");
+    assert!(text.contains("penwidth"), "backbone edges: {text}");
+    let out = run_on(&p.path, &["--function", "f", "--call", "reach_error", "--dot", "/nonexistent/dir/f.dot"]);
+    assert_bad_input(&out, "--dot /nonexistent/dir/f.dot: no directory /nonexistent/dir");
+}

@@ -2,6 +2,7 @@
 //! loops as the APC paper defines them (section 2.1). Loops are found per backbone prefix, not as
 //! natural loops, so irreducible control flow (a `goto` into a loop) comes out right.
 
+pub mod dot;
 mod flowgraph;
 mod structure;
 

@@ -146,6 +146,9 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let cx = Context::new(&native, engines_deadline, &cancel, &seeds);
     progress.enter("racing the engines for a witness or a proof");
     let result = engine::race(engines, &cx);
+    if let Some(m) = cx.median_run_seconds() {
+        report.timings.insert("replay_run_median".into(), m);
+    }
     for (k, v) in result.timings {
         *report.timings.entry(k).or_insert(0.0) += v;
     }

@@ -166,11 +166,13 @@ pub struct Context<'a> {
     pub seeds: &'a SeedBoard,
     /// Replays so far, by every engine.
     replays: std::sync::atomic::AtomicU64,
+    /// Seconds each sandboxed run took (the native build's wait excluded).
+    run_seconds: Mutex<Vec<f64>>,
 }
 
 impl<'a> Context<'a> {
     pub fn new(native: &'a NativeBuild, deadline: Instant, cancel: &'a AtomicBool, seeds: &'a SeedBoard) -> Self {
-        Context { native, deadline, cancel, seeds, replays: Default::default() }
+        Context { native, deadline, cancel, seeds, replays: Default::default(), run_seconds: Default::default() }
     }
 
     pub fn cancelled(&self) -> bool {
@@ -193,7 +195,17 @@ impl<'a> Context<'a> {
         let wall = Duration::from_secs(5).min(left);
         let limits = Limits { wall, cpu_seconds: wall.as_secs() + 1, ..Default::default() };
         self.replays.fetch_add(1, Ordering::Relaxed);
-        rp.run_with(w, limits).map(Some)
+        let t = Instant::now();
+        let out = rp.run_with(w, limits).map(Some);
+        self.run_seconds.lock().unwrap_or_else(|e| e.into_inner()).push(t.elapsed().as_secs_f64());
+        out
+    }
+
+    /// The median time of one sandboxed run so far (the native build excluded), if any ran.
+    pub fn median_run_seconds(&self) -> Option<f64> {
+        let mut v = self.run_seconds.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        v.sort_by(|a, b| a.total_cmp(b));
+        v.get(v.len() / 2).copied()
     }
 
     pub fn replays(&self) -> u64 {

@@ -328,3 +328,12 @@ fn closing_descriptor_3_does_not_lose_the_hit() {
     let r = reach("close3", "  close(3);");
     assert_eq!(r["verdict"], "reachable", "{r:#}");
 }
+
+/// The replay program is its own init (it forks the run; the analyser's copy is gone after
+/// `execve`): the run can neither kill that init nor forge its status through the init's pipe.
+#[test]
+fn the_run_cannot_kill_its_init_or_forge_its_status() {
+    let r = reach("init", "  if (x == 3) { kill(1, SIGKILL); kill(getppid(), SIGKILL); (void)!write(6, \"\\0\\0\\0\\0\", 4); }");
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["run"], "exit 0", "{r:#}");
+}

@@ -122,6 +122,39 @@ fn argc_of(w: &Witness) -> i32 {
     }
 }
 
+/// The replay driver as the init of its sandbox (`sandbox::Job::self_init`): started with
+/// `--apc-init`, it forks; the child returns to run the witness, the init reaps every process
+/// until the run ends and writes the run's wait status to fd 6. glibc's `fork` (not a raw
+/// clone): the child's cached thread id must be its own, or its `abort()` signals the init.
+const INIT_C: &str = r#"int fork(void);
+static long apc_wait(int *st) {
+  long r;
+  register long r10 __asm__("r10") = 0;
+  __asm__ volatile("syscall" : "=a"(r) : "a"(61L), "D"(-1L), "S"((long)st), "d"(0L), "r"(r10) : "rcx", "r11", "memory");
+  return r;
+}
+static int apc_is_init_arg(const char *a) {
+  const char *w = "--apc-init";
+  while (*a && *a == *w) { a++; w++; }
+  return *a == 0 && *w == 0;
+}
+static void apc_init(void) {
+  int pid = fork();
+  if (pid == 0) { apc_sys(3, 6, 0, 0); return; }
+  if (pid < 0) apc_exit(127);
+  apc_sys(3, 3, 0, 0);
+  apc_sys(3, 4, 0, 0);
+  int st = 0;
+  for (;;) {
+    long r = apc_wait(&st);
+    if (r == pid) break;
+    if (r < 0 && r != -4) { st = -1; break; }
+  }
+  apc_sys(1, 6, (long)&st, 4);
+  apc_exit(0);
+}
+"#;
+
 /// The part both drivers share: system calls, the marker, the trace on fd 3, the nondet
 /// functions over `apc_next()`, `__VERIFIER_assume`, and the prototype of the function under test.
 fn prologue(spec: &DriverSpec, out: &mut String) {
@@ -320,7 +353,8 @@ static void apc_read_witness(void) {
     );
     // The hit channel also lives on a high descriptor (close-on-exec), so that a program that
     // closes fd 3 (as daemons do) still reports its hit.
-    out.push_str("int main(void) {\n  atexit(apc_not_reached);\n  apc_read_witness();\n  { long d = apc_sys(72, 3, 1030, 900); if (d >= 0) apc_hit_fd = d; }\n");
+    out.push_str(INIT_C);
+    out.push_str("int main(int apc_main_argc, char **apc_main_argv) {\n  if (apc_main_argc > 1 && apc_is_init_arg(apc_main_argv[1])) apc_init();\n  atexit(apc_not_reached);\n  apc_read_witness();\n  { long d = apc_sys(72, 3, 1030, 900); if (d >= 0) apc_hit_fd = d; }\n");
     let args: Vec<String> = if spec.is_main_with_args() {
         out.push_str(&argv_c("(int)apc_params[0]"));
         vec!["(int)apc_params[0]".into(), "apc_argv".into()]

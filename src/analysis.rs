@@ -307,9 +307,14 @@ fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: 
         load::TargetSpec::Call(f) => format!("COVER( init({}()), FQL(COVER EDGES(@CALL({f}))) )", config.function),
         other => format!("COVER( init({}()), {} )", config.function, other.describe()),
     };
+    let target_spec = config.target.describe();
+    if let Some(w) = crate::report::emit::drift(dir, &config.function, &target_spec, &target) {
+        eprintln!("apc-llvm: warning: {w}");
+    }
     let tc = crate::report::emit::TestCase {
         function: &config.function,
         target: &target,
+        target_spec: &target_spec,
         driver_source: rp.driver_source(w),
         bitcode: &loaded.instrumented_bitcode,
         nondet,

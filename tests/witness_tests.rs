@@ -247,3 +247,29 @@ fn replay_stubs_are_reported() {
     assert_eq!(r["verdict"], "reachable", "{r:#}");
     assert_eq!(strings(&r["stubs"]), vec!["get_mode".to_string()], "{r:#}");
 }
+
+/// A `--line` target whose line names another block after an edit (code moved under it): the
+/// tool warns that the kept tests were written for another block.
+#[test]
+fn a_line_target_that_moved_to_another_block_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let tests = dir.path().join("tests");
+    let before = "int f(int x) {\n  if (x == 3)\n    return 1;\n  if (x == 9)\n    return 2;\n  return 0;\n}\n";
+    // Two lines inserted above: line 5 is now the first `return`, in another block.
+    let after = "/* one */\n/* two */\nint f(int x) {\n  if (x == 3)\n    return 1;\n  if (x == 9)\n    return 2;\n  return 0;\n}\n";
+    let src = dir.path().join("moved.c");
+    let run = |text: &str| {
+        std::fs::write(&src, text).unwrap();
+        apc_llvm(&["moved.c", "--function", "f", "--line", "moved.c:5", "--json", "--emit-tests", tests.to_str().unwrap()].map(|a| if a == "moved.c" { src.to_str().unwrap() } else { a }))
+    };
+    let first = run(before);
+    assert_eq!(first.status.code(), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(!String::from_utf8_lossy(&first.stderr).contains("warning"), "{}", String::from_utf8_lossy(&first.stderr));
+    // Same source again: same block, no warning.
+    let again = run(before);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("now names block"), "{}", String::from_utf8_lossy(&again.stderr));
+    let moved = run(after);
+    let stderr = String::from_utf8_lossy(&moved.stderr);
+    assert_eq!(moved.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("warning: line moved.c:5 now names block") && stderr.contains("did an edit move the code?"), "{stderr}");
+}

@@ -27,6 +27,9 @@ pub struct TestCase<'a> {
     pub nondet: Vec<(String, u64)>,
     /// `--call FUNC` or `--block LABEL` as a Test-Comp-style specification.
     pub specification: String,
+    /// The target as the user gave it (`line prog.c:12`), recorded with the block it named
+    /// (see [`drift`]).
+    pub target_spec: &'a str,
     pub program_file: &'a Path,
 }
 
@@ -193,7 +196,46 @@ clean:\n\
 \trm -f *.exe\n";
 
 /// Emits one test into `dir`; returns the files written.
+/// Where `DIR` records which block each target named when its tests were written: one
+/// `function<TAB>target<TAB>label` line per target.
+const TARGETS_INDEX: &str = "targets.tsv";
+
+fn read_index(dir: &Path) -> Vec<(String, String, String)> {
+    std::fs::read_to_string(dir.join(TARGETS_INDEX))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            Some((f.next()?.to_string(), f.next()?.to_string(), f.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// When `dir`'s tests were written for this function and target (`line prog.c:12`) and the
+/// target named another block then: a warning saying so (an edit moved the code under the line,
+/// and the tests kept for the old block no longer test this target).
+pub fn drift(dir: &Path, function: &str, target_spec: &str, label: &str) -> Option<String> {
+    let (_, _, was) = read_index(dir).into_iter().find(|(f, t, _)| f == function && t == target_spec)?;
+    (was != label).then(|| {
+        format!("{target_spec} now names block '{label}' of '{function}'; when the tests in {} were written it named '{was}' (did an edit move the code?)", dir.display())
+    })
+}
+
+/// Records that `tc`'s target names `tc.target` now.
+fn record_target(dir: &Path, tc: &TestCase) -> Result<()> {
+    let mut index: Vec<(String, String, String)> = read_index(dir).into_iter().filter(|(f, t, _)| !(f == tc.function && t == tc.target_spec)).collect();
+    index.push((tc.function.to_string(), tc.target_spec.to_string(), tc.target.to_string()));
+    let text: String = index.iter().map(|(f, t, l)| format!("{f}\t{t}\t{l}\n")).collect();
+    write_atomically(&dir.join(TARGETS_INDEX), text.as_bytes())
+}
+
 pub fn emit(dir: &Path, tc: &TestCase) -> Result<Vec<PathBuf>> {
+    let files = emit_files(dir, tc)?;
+    record_target(dir, tc)?;
+    Ok(files)
+}
+
+fn emit_files(dir: &Path, tc: &TestCase) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
     let program = std::fs::read(tc.program_file).map_err(|e| io_err(tc.program_file, e))?;
     let hash = format!("{:x}", Sha256::digest(&program));

@@ -262,14 +262,7 @@ fn run_batch(cli: &Cli, set: &apc_llvm::load::TargetSet, expect: Option<&[String
             e.exit_status()
         }
     };
-    apc_llvm::cleanup::finish();
-    if abandoned || apc_llvm::solve::workers_left_running() {
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
-        let _ = std::io::stderr().flush();
-        apc_llvm::solve::exit_now(code);
-    }
-    ExitCode::from(code as u8)
+    end(code, abandoned)
 }
 
 /// The verdicts of `--expect` / `--fail-on`.
@@ -376,11 +369,15 @@ fn main() -> ExitCode {
             e.exit_status()
         }
     };
-    // Background builds the verdict did not wait for: stopped, their files removed.
+    end(code, abandoned)
+}
+
+/// Ends the process with `code`: background builds the verdict did not wait for are stopped
+/// and their files removed; when a solver thread (or the whole analysis thread) is still inside
+/// Z3, without libz3's static destructors.
+fn end(code: i32, abandoned: bool) -> ExitCode {
     apc_llvm::cleanup::finish();
     if abandoned || apc_llvm::solve::workers_left_running() {
-        // A solver thread (or the whole analysis thread) is still inside Z3: end without
-        // libz3's static destructors.
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();

@@ -63,33 +63,31 @@ pub fn to_dot(f: &Function, s: &Structure) -> String {
         }
         format!("\"b{}\" [{}];", b.0, attrs.join(", "))
     };
-    fn cluster(
-        out: &mut String,
-        k: usize,
-        depth: usize,
-        distinct: &[(BlockId, BTreeSet<BlockId>, LoopId)],
-        parent: &[Option<usize>],
-        home: &BTreeMap<BlockId, usize>,
-        node_line: &dyn Fn(BlockId) -> String,
-        f: &Function,
-    ) {
+    /// The loops' clusters: which loops there are, which contains which, and each block's.
+    struct Clusters<'a> {
+        distinct: &'a [(BlockId, BTreeSet<BlockId>, LoopId)],
+        parent: &'a [Option<usize>],
+        home: &'a BTreeMap<BlockId, usize>,
+    }
+    fn cluster(out: &mut String, k: usize, depth: usize, c: &Clusters, node_line: &dyn Fn(BlockId) -> String, f: &Function) {
         let pad = "  ".repeat(depth + 1);
-        let (entry, _, id) = &distinct[k];
+        let (entry, _, id) = &c.distinct[k];
         let _ = writeln!(out, "{pad}subgraph cluster_loop{k} {{");
         let _ = writeln!(out, "{pad}  label={}; style=rounded; color=\"#6a8caf\";", quote(&format!("loop {} (entry {})", id.0, f.label(*entry))));
-        for (b, _) in home.iter().filter(|(_, h)| **h == k) {
+        for (b, _) in c.home.iter().filter(|(_, h)| **h == k) {
             let _ = writeln!(out, "{pad}  {}", node_line(*b));
         }
-        for child in (0..distinct.len()).filter(|&c| parent[c] == Some(k)) {
-            cluster(out, child, depth + 1, distinct, parent, home, node_line, f);
+        for child in (0..c.distinct.len()).filter(|&ch| c.parent[ch] == Some(k)) {
+            cluster(out, child, depth + 1, c, node_line, f);
         }
         let _ = writeln!(out, "{pad}}}");
     }
     for b in f.blocks.iter().filter(|b| !home.contains_key(&b.id)) {
         let _ = writeln!(out, "  {}", node_line(b.id));
     }
+    let clusters = Clusters { distinct: &distinct, parent: &parent, home: &home };
     for k in (0..distinct.len()).filter(|&k| parent[k].is_none()) {
-        cluster(&mut out, k, 0, &distinct, &parent, &home, &node_line, f);
+        cluster(&mut out, k, 0, &clusters, &node_line, f);
     }
     for b in &f.blocks {
         for succ in b.term.successors() {

@@ -184,13 +184,15 @@ pub enum TargetSet {
     EveryCallTo(String),
 }
 
+/// A temporary directory for a load's compiled inputs.
+fn load_tempdir() -> Result<tempfile::TempDir> {
+    tempfile::Builder::new().prefix("apc-load-").tempdir().map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))
+}
+
 /// The targets of `set` in `function` as written, each a `--block` target of its own (callees'
 /// blocks as `FUNC:LABEL`).
 pub fn list_targets(path: &Path, function: &str, set: &TargetSet, options: &LoadOptions) -> Result<Vec<TargetSpec>> {
-    let tmp = tempfile::Builder::new()
-        .prefix("apc-load-")
-        .tempdir()
-        .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+    let tmp = load_tempdir()?;
     let _registered = crate::cleanup::Guard::new(tmp.path());
     let ctx = Context::create();
     let module = open_module(&ctx, path, function, options, tmp.path())?;
@@ -223,10 +225,7 @@ pub fn list_targets(path: &Path, function: &str, set: &TargetSet, options: &Load
 
 /// Loads INPUT, marks the target and lowers `function` into the owned IR.
 pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadOptions) -> Result<Loaded> {
-    let tmp = tempfile::Builder::new()
-        .prefix("apc-load-")
-        .tempdir()
-        .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+    let tmp = load_tempdir()?;
     let _registered = crate::cleanup::Guard::new(tmp.path());
     // One LLVM context per load, used by this thread only; every LLVM object of the load (module,
     // linked models, pass builder, target machine, raw values handed to `lower`) is dropped

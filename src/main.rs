@@ -301,7 +301,14 @@ fn main() -> ExitCode {
         Err(e) => {
             // One line, as the contract asks: clap's first line, without its own "error: " prefix.
             let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("bad usage").trim_start_matches("error: ");
+            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut first = lines.next().unwrap_or("bad usage").trim_start_matches("error: ").to_string();
+            // "the following required arguments were not provided:" names them on the next line.
+            if first.ends_with(':') {
+                if let Some(next) = lines.next() {
+                    first = format!("{first} {next}");
+                }
+            }
             eprintln!("apc-llvm: error: {first} (see --help)");
             return ExitCode::from(2);
         }

@@ -114,6 +114,8 @@ fn usage_errors_are_one_line_with_status_2() {
     let p = c_program("foo", FOO);
     let out = run_on(&p.path, &["--function", "foo"]);
     assert_bad_input(&out, "--help");
+    // The missing arguments are named on that one line.
+    assert_bad_input(&out, "not provided: <--block <LABEL>|--line <FILE:LINE>|--call <FUNC>|--cover|--all-calls <FUNC>>");
     let out = run_on(&p.path, &["--function", "foo", "--block", "a", "--call", "b"]);
     assert_bad_input(&out, "cannot be used with");
 }

@@ -225,6 +225,7 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut dyn FnMut(us
     let what = match set {
         load::TargetSet::EveryBlock => "every block".to_string(),
         load::TargetSet::EveryCallTo(f) => format!("every call to {f}"),
+        load::TargetSet::Listed(_) => "the listed targets".to_string(),
     };
     let mut batch = crate::report::batch::BatchReport { function: config.function.clone(), what, entries: vec![], skipped: vec![] };
     let mut abandoned = false;

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// say otherwise: then 3), 2 for bad usage or input, 1 for an internal error.
 #[derive(Parser, Debug)]
 #[command(name = "apc-llvm", version, verbatim_doc_comment)]
-#[command(group(ArgGroup::new("target").required(true).args(["block", "line", "call", "cover", "all_calls"])))]
+#[command(group(ArgGroup::new("target").required(true).args(["block", "line", "call", "cover", "all_calls", "targets"])))]
 struct Cli {
     /// Program to analyse: LLVM bitcode (.bc), textual IR (.ll), or C (.c, compiled with clang-19 -g -O0);
     /// several are linked into one program
@@ -49,6 +49,10 @@ struct Cli {
     /// Many targets: every block that calls FUNC, each call site analysed on its own
     #[arg(long, value_name = "FUNC")]
     all_calls: Option<String>,
+    /// Many targets: those listed in FILE, one per line as `block:LABEL`, `line:FILE:N` or
+    /// `call:FUNC` (`#` starts a comment), each analysed on its own
+    #[arg(long, value_name = "FILE")]
+    targets: Option<PathBuf>,
     /// Print one JSON object on stdout instead of the human report
     #[arg(long)]
     json: bool,
@@ -211,13 +215,33 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     Ok(config)
 }
 
-/// The target set of `--cover` / `--all-calls`, if one was asked for.
-fn batch_set(cli: &Cli) -> Option<apc_llvm::load::TargetSet> {
-    match (&cli.all_calls, cli.cover) {
+/// The target set of `--cover` / `--all-calls` / `--targets`, if one was asked for.
+fn batch_set(cli: &Cli) -> Result<Option<apc_llvm::load::TargetSet>, Error> {
+    if let Some(file) = &cli.targets {
+        return read_targets(file).map(|t| Some(apc_llvm::load::TargetSet::Listed(t)));
+    }
+    Ok(match (&cli.all_calls, cli.cover) {
         (Some(f), _) => Some(apc_llvm::load::TargetSet::EveryCallTo(f.clone())),
         (None, true) => Some(apc_llvm::load::TargetSet::EveryBlock),
         _ => None,
+    })
+}
+
+/// The targets of a `--targets` file: one per line, `#` comments and blank lines skipped.
+fn read_targets(file: &std::path::Path) -> Result<Vec<TargetSpec>, Error> {
+    let text = std::fs::read_to_string(file).map_err(|e| Error::bad_input(format!("--targets {}: {e}", file.display())))?;
+    let mut out = vec![];
+    for (k, line) in text.lines().enumerate() {
+        let item = line.split('#').next().unwrap_or("").trim();
+        if item.is_empty() {
+            continue;
+        }
+        out.push(TargetSpec::parse_item(item).map_err(|e| Error::bad_input(format!("--targets {}:{}: {e}", file.display(), k + 1)))?);
     }
+    if out.is_empty() {
+        return Err(Error::bad_input(format!("--targets {}: no target in the file", file.display())));
+    }
+    Ok(out)
 }
 
 /// Many targets, one by one, with a progress line per target on stderr (a terminal only) and
@@ -341,8 +365,13 @@ fn main() -> ExitCode {
             }
         };
     }
-    if let Some(set) = batch_set(&cli) {
-        return run_batch(&cli, &set, expect.as_deref(), fail_on.as_deref());
+    match batch_set(&cli) {
+        Ok(Some(set)) => return run_batch(&cli, &set, expect.as_deref(), fail_on.as_deref()),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("apc-llvm: error: {e}");
+            return ExitCode::from(e.exit_status() as u8);
+        }
     }
     let (result, abandoned) = match config_from(&cli) {
         Ok(c) => {

@@ -50,3 +50,18 @@ fn all_calls_analyses_each_call_site() {
     assert_eq!(got[1].1, "unreachable", "{r:#}");
     assert_bad_input(&run_on(&p.path, &["--function", "f", "--all-calls", "nothere"]), "--all-calls nothere: the module has no function 'nothere'");
 }
+
+/// `--targets FILE`: the listed targets, each on its own; a target the program lacks is an
+/// unknown entry with the reason, a malformed line is bad input naming the line.
+#[test]
+fn a_targets_file_lists_the_targets() {
+    let p = c_program("listed", DEAD_BODY);
+    let list = p.dir.path().join("targets");
+    std::fs::write(&list, "# the loop\nblock:while.body\nline:listed.c:7   # the return\n\nblock:nothere\n").unwrap();
+    let r = json_report(&p.path, &["--function", "h", "--targets", list.to_str().unwrap(), "--timeout", "20"]);
+    let verdicts: Vec<&str> = r["targets"].as_array().unwrap().iter().map(|t| t["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, vec!["unreachable", "reachable", "unknown"], "{r:#}");
+    assert!(r["targets"][2]["reason"].as_str().unwrap().contains("no block labelled 'nothere'"), "{r:#}");
+    std::fs::write(&list, "block:entry\nfunc:h\n").unwrap();
+    assert_bad_input(&run_on(&p.path, &["--function", "h", "--targets", list.to_str().unwrap()]), "targets:2: 'func:h' is not a target");
+}

@@ -41,6 +41,16 @@ impl TargetSpec {
         Ok(TargetSpec::Line { file: file.to_string(), line })
     }
 
+    /// One target as a targets file writes it: `block:LABEL`, `line:FILE:N` or `call:FUNC`.
+    pub fn parse_item(s: &str) -> Result<TargetSpec> {
+        match s.split_once(':') {
+            Some(("block", l)) if !l.is_empty() => Ok(TargetSpec::Block(l.to_string())),
+            Some(("line", l)) => TargetSpec::parse_line(l),
+            Some(("call", f)) if !f.is_empty() => Ok(TargetSpec::Call(f.to_string())),
+            _ => Err(Error::bad_input(format!("'{s}' is not a target (block:LABEL, line:FILE:N or call:FUNC)"))),
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             TargetSpec::Block(l) => format!("block {l}"),

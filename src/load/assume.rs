@@ -17,6 +17,7 @@
 //! with 0).
 
 use crate::error::{Error, Result};
+use crate::ir::Ty;
 use inkwell::builder::Builder;
 use inkwell::context::ContextRef;
 use inkwell::module::Module;
@@ -283,6 +284,51 @@ impl Expr {
     }
 }
 
+/// Compiles the `--assume` conditions and what the `--arg-size` buffer sizes imply (a length
+/// tied to a sized buffer fits in it, in elements of its C type) into `function`; returns what
+/// the verdict then assumes, for the report.
+pub fn compile(module: &Module<'_>, function: &str, texts: &[String], arg_sizes: &[(String, u64)]) -> Result<Vec<String>> {
+    if texts.is_empty() && arg_sizes.is_empty() {
+        return Ok(vec![]);
+    }
+    let mut parsed = texts
+        .iter()
+        .map(|t| parse(t).map(|e| (t.clone(), e)).map_err(|m| Error::bad_input(format!("--assume '{t}': {m}"))))
+        .collect::<Result<Vec<_>>>()?;
+    let mut shown: Vec<String> = texts.to_vec();
+    let f = module.get_function(function).ok_or_else(|| Error::internal(format!("no function '{function}'")))?;
+    let types = super::ctypes::param_types(&module.print_to_string().to_string(), function, f.count_params() as usize);
+    let unsigned: Vec<bool> = types.iter().map(|(t, _)| t.as_ref().is_some_and(|t| !t.signed)).collect();
+    let params: Vec<(String, Ty)> = f
+        .get_param_iter()
+        .map(|p| (name_of(&p), super::lower::lower_type(super::llvm::type_of(inkwell::values::AsValueRef::as_value_ref(&p)))))
+        .collect();
+    let ties = crate::ir::length_ties(&params.iter().map(|(n, t)| (n.as_str(), t)).collect::<Vec<_>>());
+    for (name, bytes) in arg_sizes {
+        let Some(k) = params.iter().position(|(n, _)| n == name) else {
+            let known: Vec<&str> = params.iter().filter(|(_, t)| *t == Ty::Ptr).map(|(n, _)| n.as_str()).collect();
+            return Err(Error::bad_input(format!(
+                "--arg-size {name}={bytes}: '{name}' is not a parameter of '{function}' (pointer parameters: {})",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            )));
+        };
+        if params[k].1 != Ty::Ptr {
+            return Err(Error::bad_input(format!("--arg-size {name}={bytes}: '{name}' is not a pointer parameter")));
+        }
+        shown.push(format!("{name} points to {bytes} bytes"));
+        for &(_, l) in ties.iter().filter(|(b, _)| *b == k) {
+            let elem = types.get(k).and_then(|(_, p)| *p).unwrap_or(1).max(1);
+            let text = format!("{} <= {}", params[l].0, bytes / elem);
+            let e = Expr::Binary(BinOp::Le, Box::new(Expr::Param(params[l].0.clone())), Box::new(Expr::Lit(bytes / elem, false)));
+            shown.push(text.clone());
+            parsed.push((text, e));
+        }
+    }
+    inject(module, f, &parsed, &unsigned)?;
+    tracing::info!(assumptions = parsed.len(), "assumptions compiled into '{function}'");
+    Ok(shown)
+}
+
 /// Compiles `assumptions` (already parsed, with their text for messages) into a call to
 /// `__VERIFIER_assume` at the start of `function`. `unsigned[k]`: whether parameter `k` is
 /// unsigned in C. A division or remainder by zero anywhere in an assumption makes it false
@@ -327,7 +373,7 @@ fn llvm_err(e: inkwell::builder::BuilderError) -> Error {
     Error::internal(format!("building an assumption: {e}"))
 }
 
-pub(crate) fn name_of(v: &BasicValueEnum<'_>) -> String {
+fn name_of(v: &BasicValueEnum<'_>) -> String {
     match v {
         BasicValueEnum::IntValue(x) => x.get_name().to_string_lossy().into_owned(),
         BasicValueEnum::PointerValue(x) => x.get_name().to_string_lossy().into_owned(),

@@ -243,43 +243,7 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     llvm::install_diagnostic_logger(m);
 
     // The user's assumptions become part of the program (see `assume`): before anything reads it.
-    let mut assumptions: Vec<String> = vec![];
-    if !options.assumptions.is_empty() || !options.arg_sizes.is_empty() {
-        let mut parsed = options
-            .assumptions
-            .iter()
-            .map(|t| assume::parse(t).map(|e| (t.clone(), e)).map_err(|m| Error::bad_input(format!("--assume '{t}': {m}"))))
-            .collect::<Result<Vec<_>>>()?;
-        let f = module.get_function(function).expect("checked above");
-        let types = ctypes::param_types(&module.print_to_string().to_string(), function, f.count_params() as usize);
-        let unsigned: Vec<bool> = types.iter().map(|(t, _)| t.as_ref().is_some_and(|t| !t.signed)).collect();
-        assumptions.extend(options.assumptions.iter().cloned());
-        // A sized buffer bounds the length tied to it (in elements of its C type).
-        let params: Vec<(String, crate::ir::Ty)> = f
-            .get_param_iter()
-            .map(|p| (assume::name_of(&p), lower::lower_type(llvm::type_of(inkwell::values::AsValueRef::as_value_ref(&p)))))
-            .collect();
-        let ties = crate::ir::length_ties(&params.iter().map(|(n, t)| (n.as_str(), t)).collect::<Vec<_>>());
-        for (name, bytes) in &options.arg_sizes {
-            let Some(k) = params.iter().position(|(n, _)| n == name) else {
-                let known: Vec<&str> = params.iter().filter(|(_, t)| *t == crate::ir::Ty::Ptr).map(|(n, _)| n.as_str()).collect();
-                return Err(Error::bad_input(format!("--arg-size {name}={bytes}: '{name}' is not a parameter of '{function}' (pointer parameters: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") })));
-            };
-            if params[k].1 != crate::ir::Ty::Ptr {
-                return Err(Error::bad_input(format!("--arg-size {name}={bytes}: '{name}' is not a pointer parameter")));
-            }
-            assumptions.push(format!("{name} points to {bytes} bytes"));
-            for &(_, l) in ties.iter().filter(|(b, _)| *b == k) {
-                let elem = types.get(k).and_then(|(_, p)| *p).unwrap_or(1).max(1);
-                let text = format!("{} <= {}", params[l].0, bytes / elem);
-                let e = assume::Expr::Binary(assume::BinOp::Le, Box::new(assume::Expr::Param(params[l].0.clone())), Box::new(assume::Expr::Lit(bytes / elem, false)));
-                assumptions.push(text.clone());
-                parsed.push((text, e));
-            }
-        }
-        assume::inject(&module, f, &parsed, &unsigned)?;
-        info!(assumptions = parsed.len(), "assumptions compiled into '{function}'");
-    }
+    let assumptions = assume::compile(&module, function, &options.assumptions, &options.arg_sizes)?;
 
     let resolved = target::resolve(m, function, spec)?;
     debug!(?spec, count = resolved.len(), "target resolved");

@@ -132,7 +132,11 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
                         has_quantifiers,
                     }))
                 }
-                EngineKind::Dse => Some(Box::new(DseEngine { program: Arc::new(loaded.program.clone()), guide: guide.take()? })),
+                EngineKind::Dse => Some(Box::new(DseEngine {
+                    program: Arc::new(loaded.program.clone()),
+                    guide: guide.take()?,
+                    stubbed: crate::replay::stubs::predicted(&loaded.declared_functions),
+                })),
                 EngineKind::Fuzz => Some(Box::new(fuzz.take()?)),
             }
         })
@@ -182,7 +186,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             report.verdict = Verdict::Unreachable;
             report.reason = why;
         }
-        Finding::Unknown(why) => {
+        Finding::Unknown(why) | Finding::NoWitness(why) => {
             report.reason = why;
             report.witness = result.attempt.map(|mut a| {
                 crate::witness::fit_buffers(&mut a.inputs, &f.params);

@@ -5,7 +5,7 @@
 
 use apc_llvm::apc::ApcBuilder;
 use apc_llvm::cfg::{Flowgraph, Limits, Structure};
-use apc_llvm::dse::{self, DseEnd, DseLimits, DseStats, Guide};
+use apc_llvm::dse::{self, DseEnd, DseConfig, DseStats, Guide};
 use apc_llvm::load::{self, TargetSpec};
 use apc_llvm::replay::Replayer;
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ fn search(path: &Path, guided: bool, secs: u64) -> (DseEnd, DseStats, Duration) 
     let guide = guide.flatten();
     let rp = Mutex::new(Replayer::new(&loaded, false).expect("replayer"));
     let replay = |w: &apc_llvm::witness::Witness| rp.lock().unwrap().run(w).map(|o| o.reached.is_some()).unwrap_or(false);
-    let limits = DseLimits { deadline: start + Duration::from_secs(secs), max_states: 100_000 };
+    let limits = DseConfig::new(start + Duration::from_secs(secs));
     let cancel = AtomicBool::new(false);
     let (end, stats) = dse::search(program, guide.as_ref(), &limits, &cancel, &replay);
     let took = start.elapsed();
@@ -44,6 +44,7 @@ fn end_name(e: &DseEnd) -> String {
         DseEnd::Reached(w) => format!("reached ({} nondet values)", w.nondet.len()),
         DseEnd::Exhausted => "exhausted".into(),
         DseEnd::GaveUp(why) => format!("gave up: {why}"),
+        DseEnd::NoReplayableWitness(stubbed) => format!("no replayable witness (stubs: {})", stubbed.join(", ")),
     }
 }
 

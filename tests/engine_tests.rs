@@ -147,3 +147,35 @@ int handle(struct msg *m) {
     let r = json_report(&twin.path, &["--function", "handle", "--line", "msg_twin.c:4", "--timeout", "30", "--engine", "dse"]);
     assert_eq!(r["verdict"], "unknown", "{r:#}");
 }
+
+/// Functions without a definition are stubbed in every native build (they return 0 and write
+/// nothing). The DSE executes a call to one as its stub does, so it searches the program that
+/// replays: here the target needs `ext` to return 0 on a loop's path, as the stub does.
+#[test]
+fn directed_search_executes_stubbed_externals_as_the_replay_does() {
+    let src = "extern int ext(int);\nextern void ext_keep(int *);\nextern void reach_error(void);\n\
+               void f(int a, int b) { int e = 0; int x = 0; int s = 0;\n\
+               for (int i = 0; i < (b & 7); i++) { e += ext(i); ext_keep(&x); s += i; }\n\
+               if (e == 0 && x == 0 && s == 21 && a == 123457) reach_error(); }";
+    let r = analyse("dsestub", src, &["--function", "f", "--call", "reach_error", "--timeout", "30", "--engine", "dse"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["engine"], "dse");
+    assert_eq!(r["witness"]["inputs"][0]["value"].as_i64(), Some(123457), "{r:#}");
+    assert_eq!(r["witness"]["inputs"][1]["value"].as_i64().map(|b| b & 7), Some(7), "{r:#}");
+}
+
+/// When the DSE explored every run of the replayed program (stubs included) without entering
+/// the target, no witness can replay: the fuzzer stops instead of running to the deadline, and
+/// the verdict stays `unknown` (the real `ext_keep` may write 7), with the reason saying why.
+#[test]
+fn no_witness_in_the_replayed_program_stops_the_witness_searches() {
+    let src = "extern void ext_keep(int *);\nextern void reach_error(void);\n\
+               void f(int a) { int x = 0; ext_keep(&x); if (x == 7 && a > 3) reach_error(); }";
+    let r = analyse("nowitness", src, &["--function", "f", "--call", "reach_error", "--timeout", "60"]);
+    assert_eq!(r["verdict"], "unknown", "never unreachable: ext_keep may write 7: {r:#}");
+    let dse = r["engines"]["dse"]["reason"].as_str().unwrap();
+    assert!(dse.contains("none enters the target") && dse.contains("ext_keep"), "{r:#}");
+    let fuzz = r["engines"]["fuzz"]["reason"].as_str().unwrap();
+    assert!(fuzz.contains("stopped") || fuzz.contains("cancelled"), "the fuzzer stopped early: {r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("none enters the target"), "{r:#}");
+}

@@ -85,6 +85,11 @@ fn give_up<T>(why: impl Into<String>) -> Result<T, Stop> {
 pub struct Executor<'a> {
     pub program: &'a Program,
     pub names: &'a Names,
+    /// Functions the native builds stub (see [`super::DseConfig::stubbed`]).
+    pub stubbed: &'a std::collections::BTreeSet<String>,
+    /// The stubbed functions a path called: the search explored the replayed program, not
+    /// necessarily the real one (see [`super::DseEnd::NoReplayableWitness`]).
+    pub stubbed_calls: std::collections::BTreeSet<String>,
     /// Set when the engine explored something less than every run exactly (it then must not
     /// answer `Exhausted`), with the reason.
     pub inexact: Option<String>,
@@ -759,6 +764,17 @@ impl<'a> Executor<'a> {
             "memcpy" | "memmove" => {
                 self.memcpy(st, solver, args)?;
                 Ok(Some(self.operand(st, &args[0])?))
+            }
+            _ if self.stubbed.contains(name) => {
+                // The replay's stub: `long f() { return 0; }`. An integer or pointer result is
+                // 0 in %rax; other result types are whatever the stub leaves in their register.
+                self.stubbed_calls.insert(name.to_string());
+                match ty {
+                    Ty::Void => Ok(None),
+                    Ty::Int(w) => Ok(Some(Val::Int(IntV::c(*w, 0)))),
+                    Ty::Ptr => Ok(Some(Val::Null)),
+                    other => give_up(format!("external call {name} returning {other}")),
+                }
             }
             _ => give_up(format!("external call {name}")),
         }

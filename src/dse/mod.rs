@@ -34,17 +34,22 @@ use std::time::Instant;
 use tracing::{debug, info};
 use z3::ast::{Bool, BV};
 
-/// Bounds of one search.
+/// The knobs of one search: its bounds and what the native program it must agree with does.
 #[derive(Clone, Debug)]
-pub struct DseLimits {
+pub struct DseConfig {
     pub deadline: Instant,
     /// Most states popped from the frontier.
     pub max_states: usize,
+    /// Functions without a definition that the native builds stub (they return 0 and write
+    /// nothing, see [`crate::replay::stubs`]). The search executes a call to one as its stub
+    /// does, so the witnesses it finds are runs of the replayed program; it then no longer
+    /// claims to have explored every run of the real one (the real function may differ).
+    pub stubbed: std::collections::BTreeSet<String>,
 }
 
-impl DseLimits {
+impl DseConfig {
     pub fn new(deadline: Instant) -> Self {
-        DseLimits { deadline, max_states: 100_000 }
+        DseConfig { deadline, max_states: 100_000, stubbed: Default::default() }
     }
 }
 
@@ -73,6 +78,11 @@ pub enum DseEnd {
     Exhausted,
     /// Stopped without an answer (deadline, cancel, state bound, unsupported instruction): why.
     GaveUp(String),
+    /// Every run of the *replayed* program was explored and none enters the target, but some
+    /// called functions the native builds stub (named here): no witness can replay, yet the
+    /// real functions may behave otherwise, so this is no proof. The other witness searches
+    /// can stop; a proof may still come from the APC.
+    NoReplayableWitness(Vec<String>),
 }
 
 /// Blocks a state runs before it goes back to the frontier (so that a loop without symbolic
@@ -152,14 +162,25 @@ impl Frontier {
 }
 
 /// Everything that makes an empty frontier not a proof.
-#[derive(Default)]
 struct Incomplete {
     reasons: Vec<String>,
+    /// Whether every reason is pruning by the APC, which a run of the replayed program cannot
+    /// escape either (the APC holds whatever the stubbed functions return).
+    only_apc_pruning: bool,
 }
+
+impl Default for Incomplete {
+    fn default() -> Self {
+        Incomplete { reasons: vec![], only_apc_pruning: true }
+    }
+}
+
+const PRUNED_BY_APC: &str = "states were pruned by the APC";
 
 impl Incomplete {
     fn note(&mut self, why: impl Into<String>) {
         let why = why.into();
+        self.only_apc_pruning &= why == PRUNED_BY_APC;
         if self.reasons.len() < 8 && !self.reasons.contains(&why) {
             self.reasons.push(why);
         }
@@ -211,7 +232,7 @@ unsafe impl Sync for ContextHandle {}
 pub fn search(
     program: &Program,
     guide: Option<&Guide>,
-    limits: &DseLimits,
+    limits: &DseConfig,
     cancel: &AtomicBool,
     replay: &(dyn Fn(&Witness) -> bool + Sync),
 ) -> (DseEnd, DseStats) {
@@ -238,7 +259,7 @@ pub fn search(
 fn search_inner(
     program: &Program,
     guide: Option<&Guide>,
-    limits: &DseLimits,
+    limits: &DseConfig,
     cancel: &AtomicBool,
     replay: &(dyn Fn(&Witness) -> bool + Sync),
     clock: std::sync::Arc<solver::QueryClock>,
@@ -247,7 +268,7 @@ fn search_inner(
     let names = guide.map_or_else(|| Names::defaults(program), |g| g.names.clone());
     let dist = distances(program);
     let mut solver = PathSolver::with_clock(limits.deadline, clock);
-    let mut exec = Executor { program, names: &names, inexact: None };
+    let mut exec = Executor { program, names: &names, stubbed: &limits.stubbed, stubbed_calls: Default::default(), inexact: None };
     let mut incomplete = Incomplete::default();
 
     // The APC, in a solver of its own (see `PathSolver::check_apc`).
@@ -336,7 +357,7 @@ fn search_inner(
                 Sat::No => {
                     debug!(block = %program.function.label(st.block), "state pruned by the APC");
                     stats.states_pruned_by_apc += 1;
-                    incomplete.note("states were pruned by the APC");
+                    incomplete.note(PRUNED_BY_APC);
                     continue;
                 }
                 Sat::Yes | Sat::Unknown => {}
@@ -451,9 +472,15 @@ fn search_inner(
     if let Some(why) = exec.inexact.take() {
         incomplete.note(why);
     }
-    if incomplete.reasons.is_empty() {
+    if incomplete.reasons.is_empty() && exec.stubbed_calls.is_empty() {
         end(DseEnd::Exhausted, stats, &solver)
+    } else if incomplete.only_apc_pruning && !exec.stubbed_calls.is_empty() {
+        end(DseEnd::NoReplayableWitness(exec.stubbed_calls.iter().cloned().collect()), stats, &solver)
     } else {
+        if !exec.stubbed_calls.is_empty() {
+            let names: Vec<_> = exec.stubbed_calls.iter().cloned().collect();
+            incomplete.note(format!("calls to {} were executed as the replay's stubs (return 0)", names.join(", ")));
+        }
         end(DseEnd::GaveUp(format!("every state was explored, but not exactly: {}", incomplete.reasons.join("; "))), stats, &solver)
     }
 }

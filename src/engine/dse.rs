@@ -3,7 +3,7 @@
 //! explored every path exactly.
 
 use super::{Context, Engine, EngineKind, EngineResult, Finding};
-use crate::dse::{self, DseEnd, DseLimits, Guide};
+use crate::dse::{self, DseConfig, DseEnd, Guide};
 use crate::ir::Program;
 use crate::replay::RunOutcome;
 use crate::report::WitnessReport;
@@ -14,6 +14,8 @@ pub struct DseEngine {
     pub program: Arc<Program>,
     /// Pruning data from the APC (none when the APC could not be built in time).
     pub guide: Option<Guide>,
+    /// Functions the native builds stub (see [`DseConfig::stubbed`]).
+    pub stubbed: Vec<String>,
 }
 
 impl Engine for DseEngine {
@@ -37,7 +39,7 @@ impl Engine for DseEngine {
                 _ => false,
             }
         };
-        let limits = DseLimits::new(cx.deadline);
+        let limits = DseConfig { stubbed: self.stubbed.iter().cloned().collect(), ..DseConfig::new(cx.deadline) };
         let (end, stats) = dse::search(&self.program, self.guide.as_ref(), &limits, cx.cancel, &replay);
         let finding = match end {
             DseEnd::Reached(_) => match reached.into_inner().unwrap_or_else(|e| e.into_inner()) {
@@ -49,6 +51,10 @@ impl Engine for DseEngine {
             },
             DseEnd::Exhausted => Finding::Unreachable("directed symbolic execution explored every path exactly, without pruning or bounds".into()),
             DseEnd::GaveUp(why) => Finding::Unknown(why),
+            DseEnd::NoReplayableWitness(stubbed) => Finding::NoWitness(format!(
+                "every run of the replayed program was explored and none enters the target; it calls {}, which have no definition and return 0 in replays (the real ones may differ)",
+                stubbed.join(", ")
+            )),
         };
         let mut out = EngineResult::new(finding);
         out.attempt = last_miss.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(w, run)| WitnessReport::replayed(&w, &run, stats.models_tried as u32, Default::default()));

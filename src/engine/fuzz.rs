@@ -58,8 +58,9 @@ impl Engine for FuzzEngine {
         // The build runs at low priority: wait for it, but not past a cancel or the deadline
         // (the race waits for every engine; the build is left to `cleanup::finish`).
         while !self.build.is_finished() {
-            if cx.cancelled() || cx.left().is_zero() {
-                return EngineResult::new(Finding::Unknown("cancelled while the fuzzing executable was being built".into()));
+            if cx.search_cancelled() || cx.left().is_zero() {
+                let why = if cx.cancelled() || cx.left().is_zero() { "cancelled" } else { "stopped (no witness can replay)" };
+                return EngineResult::new(Finding::Unknown(format!("{why} while the fuzzing executable was being built")));
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
@@ -83,7 +84,7 @@ impl Engine for FuzzEngine {
         let (mut executions, mut rounds, mut seeds_used) = (0u64, 0u64, 0u64);
         let mut seen_seeds = usize::MAX;
         let mut why = String::from("the time budget ran out before fuzzing started");
-        while !cx.cancelled() && cx.left() > Duration::from_millis(300) {
+        while !cx.search_cancelled() && cx.left() > Duration::from_millis(300) {
             let seeds = cx.seeds.snapshot();
             // A new round only when there are new seeds; else the last one runs to the deadline.
             let round_end = if seen_seeds == usize::MAX {
@@ -93,7 +94,7 @@ impl Engine for FuzzEngine {
             };
             seen_seeds = seeds.len();
             let limits = FuzzLimits::until(round_end.min(cx.deadline));
-            let (end, stats) = fuzzer.search(&seeds, &self.dictionary, &self.fills, &limits, cx.cancel, &replay);
+            let (end, stats) = fuzzer.search(&seeds, &self.dictionary, &self.fills, &limits, cx.search_cancel(), &replay);
             rounds += 1;
             executions += stats.executions;
             seeds_used = seeds_used.max(stats.seeds_used);
@@ -114,6 +115,7 @@ impl Engine for FuzzEngine {
                 Finding::Reached { witness, run, report }
             }
             None if cx.cancelled() => Finding::Unknown("cancelled".into()),
+            None if cx.search_cancelled() => Finding::Unknown("stopped: another engine found that no witness can replay".into()),
             None => Finding::Unknown(why),
         };
         out

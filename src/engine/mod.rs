@@ -73,11 +73,14 @@ pub enum Finding {
     Unreachable(String),
     /// No answer: why (budget, cancelled, models that did not replay, ...).
     Unknown(String),
+    /// No answer, but no witness can exist: no input makes the *replayed* program (external
+    /// functions stubbed) enter the target. The witness searches stop; a proof may still come.
+    NoWitness(String),
 }
 
 impl Finding {
     pub fn is_definite(&self) -> bool {
-        !matches!(self, Finding::Unknown(_))
+        matches!(self, Finding::Reached { .. } | Finding::Unreachable(_))
     }
 }
 
@@ -164,6 +167,9 @@ pub struct Context<'a> {
     pub deadline: Instant,
     pub cancel: &'a AtomicBool,
     pub seeds: &'a SeedBoard,
+    /// Set with `cancel`, and also when an engine found that no witness can exist
+    /// ([`Finding::NoWitness`]): the witness searches (fuzzing) stop, proofs go on.
+    search_off: AtomicBool,
     /// Replays so far, by every engine.
     replays: std::sync::atomic::AtomicU64,
     /// Seconds each sandboxed run took (the native build's wait excluded).
@@ -172,11 +178,27 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub fn new(native: &'a NativeBuild, deadline: Instant, cancel: &'a AtomicBool, seeds: &'a SeedBoard) -> Self {
-        Context { native, deadline, cancel, seeds, replays: Default::default(), run_seconds: Default::default() }
+        Context { native, deadline, cancel, seeds, search_off: AtomicBool::new(false), replays: Default::default(), run_seconds: Default::default() }
     }
 
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// The flag a witness search that cannot prove anything (fuzzing) stops on: set on
+    /// cancellation and when no witness can exist.
+    pub fn search_cancel(&self) -> &AtomicBool {
+        &self.search_off
+    }
+
+    pub fn search_cancelled(&self) -> bool {
+        self.cancelled() || self.search_off.load(Ordering::Relaxed)
+    }
+
+    /// Stops every engine.
+    fn cancel_all(&self) {
+        self.search_off.store(true, Ordering::SeqCst);
+        self.cancel.store(true, Ordering::SeqCst);
     }
 
     /// Time left before the deadline.
@@ -223,6 +245,12 @@ pub struct PortfolioResult {
     pub engines: BTreeMap<String, EngineSummary>,
     /// Each engine's time split, merged (the apc engine's keys as before: `solve_apc`, ...).
     pub timings: BTreeMap<String, f64>,
+}
+
+/// Whether the apc engine just ended (without a proof) after another engine found that no
+/// witness can exist: nothing is left to wait for.
+fn r_is_apc_after_no_witness(results: &[(EngineKind, f64, EngineResult)]) -> bool {
+    results.last().is_some_and(|(k, _, _)| *k == EngineKind::Apc) && results.iter().any(|(_, _, r)| matches!(r.finding, Finding::NoWitness(_)))
 }
 
 /// Races `engines` until one has a definite finding (the others are cancelled and joined), or all
@@ -284,10 +312,20 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
                 primary_done.store(true, Ordering::Relaxed);
             }
             let definite = r.2.finding.is_definite();
+            let no_witness = matches!(r.2.finding, Finding::NoWitness(_));
             results.push(r);
             if definite && winner.is_none() {
                 winner = Some(results.len() - 1);
-                cx.cancel.store(true, Ordering::SeqCst);
+                cx.cancel_all();
+            } else if no_witness {
+                // Only a proof can still change the answer: the searches stop, and everything
+                // stops unless the apc engine is still at work.
+                cx.search_off.store(true, Ordering::SeqCst);
+                if !has_primary || results.iter().any(|(k, _, _)| *k == EngineKind::Apc) {
+                    cx.cancel_all();
+                }
+            } else if r_is_apc_after_no_witness(&results) {
+                cx.cancel_all();
             }
         }
     });
@@ -300,7 +338,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             Finding::Unreachable(why) => ("unreachable", why.clone()),
             // Another engine decided while this one had no answer yet.
             Finding::Unknown(why) if winner.is_some() => ("cancelled", why.clone()),
-            Finding::Unknown(why) => ("unknown", why.clone()),
+            Finding::Unknown(why) | Finding::NoWitness(why) => ("unknown", why.clone()),
         };
         engines.insert(k.name().to_string(), EngineSummary { outcome: outcome.into(), reason, seconds: *secs, stats: r.stats.clone() });
         for (key, v) in &r.timings {
@@ -321,8 +359,8 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             let reason = results
                 .iter()
                 .map(|(k, _, r)| match &r.finding {
-                    Finding::Unknown(why) if results.len() > 1 => format!("{}: {why}", k.name()),
-                    Finding::Unknown(why) => why.clone(),
+                    Finding::Unknown(why) | Finding::NoWitness(why) if results.len() > 1 => format!("{}: {why}", k.name()),
+                    Finding::Unknown(why) | Finding::NoWitness(why) => why.clone(),
                     _ => unreachable!("no definite finding"),
                 })
                 .collect::<Vec<_>>()

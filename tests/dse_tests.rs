@@ -44,7 +44,7 @@ fn end_name(e: &DseEnd) -> String {
         DseEnd::Reached(w) => format!("reached ({} nondet values)", w.nondet.len()),
         DseEnd::Exhausted => "exhausted".into(),
         DseEnd::GaveUp(why) => format!("gave up: {why}"),
-        DseEnd::NoReplayableWitness(stubbed) => format!("no replayable witness (stubs: {})", stubbed.join(", ")),
+        DseEnd::NoReplayableWitness(why) => format!("no replayable witness: {why}"),
     }
 }
 

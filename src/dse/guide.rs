@@ -132,7 +132,10 @@ impl Guide {
         let mut pool = pool.clone();
         let formula = crate::apc::unfold::unfold_within(&mut pool, apc.formula, GUIDE_UNFOLD_K, false, MAX_UNFOLD_NODES).unwrap_or(apc.formula);
         let formula = forget_written_memory(&mut pool, formula);
-        let apc_smtlib = crate::solve::smtlib(&pool, formula);
+        // With the backbone bound hit, the APC covers only the enumerated backbones: no longer a
+        // necessary condition, so it must not prune (a pruned state might reach the target
+        // along a backbone the bound left out).
+        let apc_smtlib = if structure.truncated { String::new() } else { crate::solve::smtlib(&pool, formula) };
 
         // Top-level loops: the loops entered on the top-level backbones.
         let top: BTreeSet<_> = structure.backbones.iter().flat_map(|b| b.entries.iter().map(|(_, l)| *l)).collect();

@@ -78,11 +78,12 @@ pub enum DseEnd {
     Exhausted,
     /// Stopped without an answer (deadline, cancel, state bound, unsupported instruction): why.
     GaveUp(String),
-    /// Every run of the *replayed* program was explored and none enters the target, but some
-    /// called functions the native builds stub (named here): no witness can replay, yet the
-    /// real functions may behave otherwise, so this is no proof. The other witness searches
-    /// can stop; a proof may still come from the APC.
-    NoReplayableWitness(Vec<String>),
+    /// Every run of the *replayed* program was explored (exactly, or pruned by the APC, a
+    /// necessary condition) and none enters the target: no witness can replay. Not claimed as
+    /// a proof: some runs called functions the native builds stub (the real ones may behave
+    /// otherwise), or states were pruned by the APC. The other witness searches can stop; a
+    /// proof may still come from the apc engine. The reason says which.
+    NoReplayableWitness(String),
 }
 
 /// Blocks a state runs before it goes back to the frontier (so that a loop without symbolic
@@ -474,8 +475,17 @@ fn search_inner(
     }
     if incomplete.reasons.is_empty() && exec.stubbed_calls.is_empty() {
         end(DseEnd::Exhausted, stats, &solver)
-    } else if incomplete.only_apc_pruning && !exec.stubbed_calls.is_empty() {
-        end(DseEnd::NoReplayableWitness(exec.stubbed_calls.iter().cloned().collect()), stats, &solver)
+    } else if incomplete.only_apc_pruning {
+        let mut why = String::from("every run of the replayed program was explored");
+        if !incomplete.reasons.is_empty() {
+            why.push_str(" (states that cannot satisfy the APC pruned)");
+        }
+        why.push_str(" and none enters the target");
+        if !exec.stubbed_calls.is_empty() {
+            let names: Vec<_> = exec.stubbed_calls.iter().cloned().collect();
+            why.push_str(&format!("; it calls {}, which have no definition and return 0 in replays (the real ones may differ)", names.join(", ")));
+        }
+        end(DseEnd::NoReplayableWitness(why), stats, &solver)
     } else {
         if !exec.stubbed_calls.is_empty() {
             let names: Vec<_> = exec.stubbed_calls.iter().cloned().collect();

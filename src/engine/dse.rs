@@ -51,10 +51,7 @@ impl Engine for DseEngine {
             },
             DseEnd::Exhausted => Finding::Unreachable("directed symbolic execution explored every path exactly, without pruning or bounds".into()),
             DseEnd::GaveUp(why) => Finding::Unknown(why),
-            DseEnd::NoReplayableWitness(stubbed) => Finding::NoWitness(format!(
-                "every run of the replayed program was explored and none enters the target; it calls {}, which have no definition and return 0 in replays (the real ones may differ)",
-                stubbed.join(", ")
-            )),
+            DseEnd::NoReplayableWitness(why) => Finding::NoWitness(why),
         };
         let mut out = EngineResult::new(finding);
         out.attempt = last_miss.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(w, run)| WitnessReport::replayed(&w, &run, stats.models_tried as u32, Default::default()));

@@ -247,12 +247,6 @@ pub struct PortfolioResult {
     pub timings: BTreeMap<String, f64>,
 }
 
-/// Whether the apc engine just ended (without a proof) after another engine found that no
-/// witness can exist: nothing is left to wait for.
-fn r_is_apc_after_no_witness(results: &[(EngineKind, f64, EngineResult)]) -> bool {
-    results.last().is_some_and(|(k, _, _)| *k == EngineKind::Apc) && results.iter().any(|(_, _, r)| matches!(r.finding, Finding::NoWitness(_)))
-}
-
 /// Races `engines` until one has a definite finding (the others are cancelled and joined), or all
 /// have ended.
 pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
@@ -312,20 +306,17 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
                 primary_done.store(true, Ordering::Relaxed);
             }
             let definite = r.2.finding.is_definite();
-            let no_witness = matches!(r.2.finding, Finding::NoWitness(_));
             results.push(r);
             if definite && winner.is_none() {
                 winner = Some(results.len() - 1);
                 cx.cancel_all();
-            } else if no_witness {
+            } else if results.iter().any(|(_, _, r)| matches!(r.finding, Finding::NoWitness(_))) {
                 // Only a proof can still change the answer: the searches stop, and everything
-                // stops unless the apc engine is still at work.
+                // stops once the apc engine is not (or no longer) at work.
                 cx.search_off.store(true, Ordering::SeqCst);
                 if !has_primary || results.iter().any(|(k, _, _)| *k == EngineKind::Apc) {
                     cx.cancel_all();
                 }
-            } else if r_is_apc_after_no_witness(&results) {
-                cx.cancel_all();
             }
         }
     });

@@ -95,7 +95,6 @@ fn more_than_twelve_sevens() {
 }
 
 #[test]
-#[ignore = "not reached within 30 s yet: the best-first order wanders through mismatching prefixes (see the DSE report)"]
 fn matrir_from_nondet() {
     reachable("wp_matrir.c");
 }

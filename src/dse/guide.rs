@@ -46,6 +46,12 @@ pub struct Guide {
     pub names: Names,
     /// The (unfolded, quantifier-free when possible) APC in SMT-LIB 2.
     pub apc_smtlib: String,
+    /// Its scalar skeleton ([`scalar_skeleton`]; empty when it is the APC itself), the cheap
+    /// first pruning query.
+    pub skeleton_smtlib: String,
+    /// The nondet stream positions each reads (`None`: some read is at a symbolic position).
+    pub apc_stream_reads: Option<BTreeSet<u64>>,
+    pub skeleton_stream_reads: Option<BTreeSet<u64>>,
     pub loops: Vec<GuidedLoop>,
 }
 
@@ -108,6 +114,100 @@ fn forget_written_memory(pool: &mut ExprPool, root: ExprId) -> ExprId {
     memo[&root].0
 }
 
+/// The scalar skeleton of `root`: every atom that quantifies or reads written memory becomes
+/// `true` where it occurs positively (`false` under a negation), through `∧`, `∨` and `¬`. A
+/// weakening of a necessary condition is necessary, so it prunes soundly; it keeps the bounds on
+/// inputs and the counter arithmetic that the quantified parts only add to, and Z3 decides it
+/// in well under a millisecond where the full (unfolded) APC of a nested loop over an array can
+/// take a second. `None` when nothing is dropped (the full APC is as cheap).
+fn scalar_skeleton(pool: &mut ExprPool, root: ExprId) -> Option<ExprId> {
+    use crate::expr::children_of as children;
+    use std::collections::HashMap;
+    // Which subterms quantify or read/write memory that is not an input array.
+    let mut hard: HashMap<ExprId, bool> = HashMap::new();
+    let mut stack = vec![(root, false)];
+    while let Some((e, expanded)) = stack.pop() {
+        if hard.contains_key(&e) {
+            continue;
+        }
+        let node = pool.get(e).clone();
+        let kids = children(&node);
+        if !expanded && !kids.is_empty() {
+            stack.push((e, true));
+            stack.extend(kids.iter().filter(|k| !hard.contains_key(k)).map(|&k| (k, false)));
+            continue;
+        }
+        let own = match &node {
+            Expr::Forall(..) | Expr::Exists(..) | Expr::Store { .. } => true,
+            Expr::Load { array, .. } | Expr::Select(array, _) => !matches!(pool.get(*array), Expr::Symbol { .. }),
+            _ => false,
+        };
+        hard.insert(e, own || kids.iter().any(|k| hard[k]));
+    }
+    if !hard[&root] {
+        return None;
+    }
+    fn weaken(pool: &mut ExprPool, hard: &std::collections::HashMap<ExprId, bool>, e: ExprId, positive: bool) -> ExprId {
+        if !hard.get(&e).copied().unwrap_or(true) {
+            return e;
+        }
+        match pool.get(e).clone() {
+            Expr::And(items) => {
+                let kids: Vec<ExprId> = items.iter().map(|&k| weaken(pool, hard, k, positive)).collect();
+                pool.and(kids)
+            }
+            Expr::Or(items) => {
+                let kids: Vec<ExprId> = items.iter().map(|&k| weaken(pool, hard, k, positive)).collect();
+                pool.or(kids)
+            }
+            Expr::Not(a) => {
+                let k = weaken(pool, hard, a, !positive);
+                pool.not(k)
+            }
+            _ => pool.bool(positive),
+        }
+    }
+    Some(weaken(pool, &hard, root, true))
+}
+
+/// The positions of the nondet stream `stream` that `root` reads (`None`: a read at a position
+/// that is not a constant). A position the formula does not read need not be tied to the
+/// path's value for it: the tie only constrains a stream cell nothing else mentions.
+fn stream_reads(pool: &ExprPool, root: ExprId, stream: Option<ExprId>) -> Option<BTreeSet<u64>> {
+    use crate::expr::children_of as children;
+    let mut out = BTreeSet::new();
+    let Some(stream) = stream else { return Some(out) };
+    let mut seen = std::collections::HashSet::new();
+    let mut work = vec![root];
+    while let Some(e) = work.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
+        let node = pool.get(e);
+        if let Expr::Select(a, i) = node {
+            if *a == stream {
+                out.insert(pool.as_const(*i)?);
+            }
+        }
+        work.extend(children(node));
+    }
+    Some(out)
+}
+
+/// SMT-LIB assertions as one formula (`None`: none).
+fn parse(smtlib: &str) -> Option<Bool> {
+    if smtlib.is_empty() {
+        return None;
+    }
+    let s = z3::Solver::new();
+    s.from_string(smtlib);
+    let parts = s.get_assertions();
+    if parts.is_empty() {
+        return None;
+    }
+    Some(Bool::and(&parts))
+}
+
 impl Guide {
     /// Builds the guide from the APC of `program` (as `analysis::run` computes it). Returns
     /// `None` when the APC cannot serve (building timed out).
@@ -130,12 +230,20 @@ impl Guide {
             }
         }
         let mut pool = pool.clone();
+        let skeleton = scalar_skeleton(&mut pool, apc.formula);
         let formula = crate::apc::unfold::unfold_within(&mut pool, apc.formula, GUIDE_UNFOLD_K, false, MAX_UNFOLD_NODES).unwrap_or(apc.formula);
         let formula = forget_written_memory(&mut pool, formula);
         // With the backbone bound hit, the APC covers only the enumerated backbones: no longer a
         // necessary condition, so it must not prune (a pruned state might reach the target
         // along a backbone the bound left out).
         let apc_smtlib = if structure.truncated { String::new() } else { crate::solve::smtlib(&pool, formula) };
+        let skeleton_smtlib = match skeleton {
+            Some(s) if !structure.truncated && pool.as_bool(s) != Some(true) => crate::solve::smtlib(&pool, s),
+            _ => String::new(),
+        };
+        let stream = apc.inputs.nondet_stream;
+        let apc_stream_reads = stream_reads(&pool, formula, stream);
+        let skeleton_stream_reads = skeleton.and_then(|s| stream_reads(&pool, s, stream));
 
         // Top-level loops: the loops entered on the top-level backbones.
         let top: BTreeSet<_> = structure.backbones.iter().flat_map(|b| b.entries.iter().map(|(_, l)| *l)).collect();
@@ -163,18 +271,17 @@ impl Guide {
         let all: Vec<(BlockId, BTreeSet<BlockId>)> = loops.iter().map(|l: &GuidedLoop| (l.header, l.blocks.clone())).collect();
         loops.retain(|l| !all.iter().any(|(h, bs)| *h != l.header && bs.contains(&l.header)));
         debug!(loops = loops.len(), quantified = apc_smtlib.contains("forall") || apc_smtlib.contains("exists"), "DSE guide built");
-        Some(Guide { names, apc_smtlib, loops })
+        Some(Guide { names, apc_smtlib, skeleton_smtlib, apc_stream_reads, skeleton_stream_reads, loops })
     }
 
     /// The APC as one Z3 formula of the calling thread's context.
     pub fn apc_formula(&self) -> Option<Bool> {
-        let s = z3::Solver::new();
-        s.from_string(self.apc_smtlib.as_str());
-        let parts = s.get_assertions();
-        if parts.is_empty() {
-            return None;
-        }
-        Some(Bool::and(&parts))
+        parse(&self.apc_smtlib)
+    }
+
+    /// The APC's scalar skeleton as one Z3 formula of the calling thread's context.
+    pub fn skeleton_formula(&self) -> Option<Bool> {
+        parse(&self.skeleton_smtlib)
     }
 
     pub fn initial_progress(&self) -> Vec<LoopProgress> {
@@ -237,5 +344,55 @@ impl Guide {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{Sort, SymbolKind};
+    use crate::ir::IntPredicate;
+
+    /// `x > 5 ∧ ∀τ. P(τ)`, `¬∀τ. P(τ) ∧ y < 3`, `¬(x > 5 ∧ ∀τ. P(τ))`: the quantified atom
+    /// becomes `true` where it occurs positively and `false` under a negation (so `¬∀` becomes
+    /// `true`), and the skeleton is implied by the formula.
+    #[test]
+    fn the_skeleton_drops_quantified_atoms_by_polarity() {
+        let mut pool = ExprPool::new();
+        let x = pool.symbol("x", Sort::Bv(32), SymbolKind::Input);
+        let y = pool.symbol("y", Sort::Bv(32), SymbolKind::Input);
+        let tau = pool.symbol("tau", Sort::Bv(32), SymbolKind::Tau(1));
+        let five = pool.bv(32, 5);
+        let three = pool.bv(32, 3);
+        let body = pool.cmp(IntPredicate::Slt, tau, x);
+        let q = pool.forall(vec![tau], body);
+        let x5 = pool.cmp(IntPredicate::Sgt, x, five);
+        let f1 = pool.and([x5, q]);
+        assert_eq!(scalar_skeleton(&mut pool, f1), Some(x5));
+        let nq = pool.not(q);
+        let y3 = pool.cmp(IntPredicate::Slt, y, three);
+        let f2 = pool.and([nq, y3]);
+        assert_eq!(scalar_skeleton(&mut pool, f2), Some(y3));
+        let f3 = pool.not(f1);
+        let tt = pool.tt();
+        assert_eq!(scalar_skeleton(&mut pool, f3), Some(tt), "¬(x > 5 ∧ ∀) is ¬(x > 5) ∨ ¬∀, and ¬∀ weakens to true");
+        assert_eq!(scalar_skeleton(&mut pool, x5), None, "nothing to drop");
+    }
+
+    /// Constant stream positions are listed; a read at a symbolic position means "any".
+    #[test]
+    fn stream_reads_lists_constant_positions() {
+        let mut pool = ExprPool::new();
+        let stream = pool.symbol("nondet", Sort::Array { index: 64, elem: 64 }, SymbolKind::Input);
+        let k0 = pool.bv(64, 0);
+        let k3 = pool.bv(64, 3);
+        let a = pool.select(stream, k0);
+        let b = pool.select(stream, k3);
+        let f = pool.cmp(IntPredicate::Ult, a, b);
+        assert_eq!(stream_reads(&pool, f, Some(stream)), Some(BTreeSet::from([0, 3])));
+        let i = pool.symbol("i", Sort::Bv(64), SymbolKind::Input);
+        let c = pool.select(stream, i);
+        let g = pool.cmp(IntPredicate::Ult, a, c);
+        assert_eq!(stream_reads(&pool, g, Some(stream)), None);
     }
 }

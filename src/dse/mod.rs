@@ -14,6 +14,7 @@
 
 mod exec;
 pub mod guide;
+mod prefer;
 mod reach;
 mod solver;
 mod state;
@@ -97,7 +98,11 @@ const USE_COUNTER_GUESS: bool = false;
 /// Whether the frontier prefers paths that took more symbolic equalities on their equal side.
 const USE_MATCH_ORDER: bool = true;
 /// Longest pruning query (the APC may be large): undecided means "keep the state".
-const PRUNE_QUERY_MS: u32 = 1_000;
+const PRUNE_QUERY_MS: u32 = 250;
+/// The least time a pruning query is given after earlier ones ran out of time.
+const MIN_PRUNE_QUERY_MS: u32 = 20;
+/// Longest query against the APC's scalar skeleton.
+const SKELETON_QUERY_MS: u32 = 200;
 /// Models of one target-reaching path tried before it is dropped.
 const MODELS_PER_PATH: u32 = 3;
 
@@ -129,12 +134,13 @@ fn distances(program: &Program) -> Vec<u32> {
     dist
 }
 
-/// The frontier: best-first by (iterations beyond the APC model's guess, symbolic equalities
-/// matched, distance to the target, newest first among equals).
+/// The frontier: best-first by (iterations beyond the APC model's guess, branches taken on
+/// their preferred side ([`prefer`]: the equal side of an equality, the side toward an
+/// increment a later guard wants), distance to the target, newest first among equals).
 ///
-/// Equalities first: targets behind loops over input data usually need rare events (a byte
-/// that matches the next character of a keyword, an element equal to 1 that counts), and the
-/// static distance prefers the mismatch, which leaves the inner loop sooner. A path whose match
+/// Preferred sides first: targets behind loops over input data usually need rare events (a
+/// byte that matches the next character of a keyword, an element that counts), and the static
+/// distance prefers the other side, which leaves the inner loop sooner. A path whose match
 /// leads nowhere is soon cut by the value pruning or the APC, and the search backtracks.
 struct Frontier {
     heap: BinaryHeap<(Reverse<u64>, u32, Reverse<u32>, u64, usize)>,
@@ -268,19 +274,26 @@ fn search_inner(
     let mut stats = DseStats::default();
     let names = guide.map_or_else(|| Names::defaults(program), |g| g.names.clone());
     let dist = distances(program);
+    let prefer = prefer::Preferences::new(&program.function, &dist);
     let mut solver = PathSolver::with_clock(limits.deadline, clock);
     let mut exec = Executor { program, names: &names, stubbed: &limits.stubbed, stubbed_calls: Default::default(), inexact: None };
     let mut incomplete = Incomplete::default();
 
     // The APC, in a solver of its own (see `PathSolver::check_apc`).
-    if let Some(f) = guide.and_then(|g| g.apc_formula()) {
-        solver.set_apc(&f);
+    if let Some(g) = guide {
+        if let Some(f) = g.apc_formula() {
+            solver.set_apc(&f, g.apc_stream_reads.clone());
+        }
+        if let Some(f) = g.skeleton_formula() {
+            solver.set_skeleton(&f, g.skeleton_stream_reads.clone());
+        }
     }
     let started = Instant::now();
     // The first guess of each loop's iteration counts: a model of the APC (loop navigation).
     let guess = match guide {
-        Some(g) => solver.apc_counter_guess(&g.loops.iter().map(|l| l.backbones.iter().map(|(_, n)| n.clone()).collect()).collect::<Vec<_>>()),
-        None => vec![],
+        // Only when the order uses it: the query can take seconds on a large APC.
+        Some(g) if USE_COUNTER_GUESS => solver.apc_counter_guess(&g.loops.iter().map(|l| l.backbones.iter().map(|(_, n)| n.clone()).collect()).collect::<Vec<_>>()),
+        _ => vec![],
     };
     debug!(?guess, "APC counter guess");
     // Iterations a state has made beyond the guess: the counter deficit of the search order.
@@ -315,11 +328,12 @@ fn search_inner(
     let mut frontier = Frontier::new();
     frontier.push(init, dist[entry.index()], 0);
 
-    let prune_check = |solver: &mut PathSolver, st: &DseState| -> Sat {
-        let Some(g) = guide else { return Sat::Yes };
-        let extra = g.counter_constraints(&st.loops);
-        solver.check_apc(&st.pc, &extra, st.nondet, &|k| names.nondet_link(k), PRUNE_QUERY_MS)
-    };
+    // Pruning queries: the APC's scalar skeleton first (cheap, always), then the whole APC
+    // when affordable. A full query that Z3 does not decide in time halves the time the next
+    // one gets: an APC of nested loops over an array can take seconds per query and then
+    // decides nothing.
+    let mut full_query_ms = PRUNE_QUERY_MS;
+    let (mut full_checks, mut full_pruned, mut full_seconds) = (0u64, 0u64, 0f64);
 
     while let Some(mut st) = frontier.pop() {
         if cancel.load(Ordering::Relaxed) {
@@ -341,19 +355,35 @@ fn search_inner(
                     continue;
                 }
             }
-            let t = Instant::now();
-            // Pruning gets up to 80% of the search's time while it prunes at all (one state in
-            // twenty is plenty: each prune removes a whole subtree; WinDriver needs it), and
-            // about 10% when it almost never does (a string scan makes thousands of states
-            // the APC never prunes).
-            let success = (stats.states_pruned_by_apc as f64 + 1.0) / (stats.apc_checks as f64 + 2.0);
-            let share = 0.1 + 0.7 * (success * 20.0).min(1.0);
-            let affordable = stats.apc_check_seconds <= share * started.elapsed().as_secs_f64() + 0.2;
-            let pruned = if affordable { prune_check(&mut solver, &st) } else { Sat::Unknown };
-            if guide.is_some() {
-                stats.apc_checks += 1;
-                stats.apc_check_seconds += t.elapsed().as_secs_f64();
-            }
+            let pruned = match guide {
+                None => Sat::Yes,
+                Some(g) => {
+                    let t = Instant::now();
+                    let extra = g.counter_constraints(&st.loops);
+                    let link = |k| names.nondet_link(k);
+                    let mut r = solver.check_skeleton(&st.pc, &extra, st.nondet, &link, SKELETON_QUERY_MS);
+                    // The full APC gets up to 80% of the search's time while it prunes at all
+                    // (one state in twenty is plenty: each prune removes a whole subtree;
+                    // WinDriver needs it), and about 10% when it almost never does (a string
+                    // scan makes thousands of states the APC never prunes).
+                    let success = (full_pruned as f64 + 1.0) / (full_checks as f64 + 2.0);
+                    let share = 0.1 + 0.7 * (success * 20.0).min(1.0);
+                    if r != Sat::No && full_seconds <= share * started.elapsed().as_secs_f64() + 0.2 {
+                        let f = Instant::now();
+                        r = solver.check_apc(&st.pc, &extra, st.nondet, &link, full_query_ms);
+                        full_checks += 1;
+                        full_pruned += (r == Sat::No) as u64;
+                        full_seconds += f.elapsed().as_secs_f64();
+                        if r == Sat::Unknown {
+                            full_query_ms = (full_query_ms / 2).max(MIN_PRUNE_QUERY_MS);
+                        }
+                    }
+                    stats.apc_checks += 1;
+                    stats.apc_check_seconds += t.elapsed().as_secs_f64();
+                    tracing::trace!(block = %program.function.label(st.block), ?r, ms = t.elapsed().as_millis() as u64, "apc check");
+                    r
+                }
+            };
             match pruned {
                 Sat::No => {
                     debug!(block = %program.function.label(st.block), "state pruned by the APC");
@@ -397,7 +427,7 @@ fn search_inner(
                     }
                 }
                 Step::Fork(succs) => {
-                    let equal_side = equal_side(&program.function, from, st.prev);
+                    let preferred = prefer.preferred(from, st.prev);
                     for (to, cond) in succs {
                         if dist[to.index()] == u32::MAX {
                             continue;
@@ -407,7 +437,7 @@ fn search_inner(
                         child.unchecked = true;
                         child.prev = Some(from);
                         child.block = to;
-                        if equal_side == Some(to) {
+                        if preferred == Some(to) {
                             child.matched += 1;
                         }
                         if let Some(g) = guide {
@@ -492,30 +522,6 @@ fn search_inner(
             incomplete.note(format!("calls to {} were executed as the replay's stubs (return 0)", names.join(", ")));
         }
         end(DseEnd::GaveUp(format!("every state was explored, but not exactly: {}", incomplete.reasons.join("; "))), stats, &solver)
-    }
-}
-
-/// The successor of `b` taken when its branch condition, an integer equality, holds (the
-/// `then` side of `==`, the `else` side of `!=`).
-/// A condition that is a phi of `b` (clang's `a && b`) is followed to the value it takes when
-/// `b` is entered from `prev`.
-fn equal_side(f: &crate::ir::Function, b: crate::ir::BlockId, prev: Option<crate::ir::BlockId>) -> Option<crate::ir::BlockId> {
-    use crate::ir::{InstKind, IntPredicate, Operand, Terminator};
-    let block = f.block(b);
-    let Terminator::Branch { cond: Operand::Value(mut c), then_bb, else_bb } = &block.term else { return None };
-    let def = |v| f.blocks.iter().flat_map(|bl| bl.insts.iter()).find(|i| i.result == Some(v));
-    let mut inst = def(c)?;
-    if let (InstKind::Phi { incoming }, Some(p)) = (&inst.kind, prev) {
-        if block.insts.iter().any(|i| i.result == Some(c)) {
-            let Some((_, Operand::Value(v))) = incoming.iter().find(|(from, _)| *from == p) else { return None };
-            c = *v;
-            inst = def(c)?;
-        }
-    }
-    match &inst.kind {
-        InstKind::ICmp { pred: IntPredicate::Eq, .. } => Some(*then_bb),
-        InstKind::ICmp { pred: IntPredicate::Ne, .. } => Some(*else_bb),
-        _ => None,
     }
 }
 

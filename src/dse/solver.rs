@@ -6,6 +6,7 @@
 //! learnt across states.
 
 use super::state::{PathCondition, PcNode};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::Instant;
 use z3::ast::Bool;
@@ -64,6 +65,14 @@ pub struct PathSolver {
     /// every path-condition implication: pruning queries go there, path queries never pay
     /// for the APC.
     apc: Option<Solver>,
+    /// Stream positions the APC reads (`None`: any); only those are tied to the path's nondet
+    /// values (each tie is an array read Z3 must carry through every query).
+    apc_reads: Option<BTreeSet<u64>>,
+    /// The same for the APC's scalar skeleton (the cheap first pruning query), with its own
+    /// count of linked nondet positions.
+    skeleton: Option<Solver>,
+    skeleton_reads: Option<BTreeSet<u64>>,
+    skeleton_linked: u64,
     /// The APC itself (for [`PathSolver::apc_counter_guess`]).
     apc_formula: Option<Bool>,
     /// Nondet positions whose link to the APC's stream is asserted in `apc`.
@@ -105,6 +114,10 @@ impl PathSolver {
             solver: Solver::new(),
             clock,
             apc: None,
+            apc_reads: None,
+            skeleton: None,
+            skeleton_reads: None,
+            skeleton_linked: 0,
             apc_formula: None,
             linked: 0,
             next_guard: 0,
@@ -124,7 +137,7 @@ impl PathSolver {
         self.next_guard += 1;
         let guard = Bool::new_const(format!("dse.g{}", self.next_guard));
         let imp = guard.implies(cond);
-        if let Some(a) = &self.apc {
+        for a in self.apc.iter().chain(&self.skeleton) {
             a.assert(&imp);
         }
         self.solver.assert(&imp);
@@ -191,38 +204,42 @@ impl PathSolver {
         self.models.iter().position(|m| extra.iter().all(|c| holds(m, c)) && pc.conds().all(|c| holds(m, c)))
     }
 
-    /// Installs the APC for [`PathSolver::check_apc`] (before any path condition exists).
-    pub fn set_apc(&mut self, apc: &Bool) {
+    /// Installs the APC for [`PathSolver::check_apc`] (before any path condition exists);
+    /// `reads`: the stream positions it reads (`None`: unknown, any).
+    pub fn set_apc(&mut self, apc: &Bool, reads: Option<BTreeSet<u64>>) {
         let s = Solver::new();
         s.assert(apc);
         self.apc = Some(s);
+        self.apc_reads = reads;
         self.apc_formula = Some(apc.clone());
+    }
+
+    /// Installs the APC's scalar skeleton for [`PathSolver::check_skeleton`] (before any path
+    /// condition exists).
+    pub fn set_skeleton(&mut self, skeleton: &Bool, reads: Option<BTreeSet<u64>>) {
+        let s = Solver::new();
+        s.assert(skeleton);
+        self.skeleton = Some(s);
+        self.skeleton_reads = reads;
     }
 
     /// Satisfiability of `pc ∧ APC ∧ extra` within `ms` milliseconds, where nondet positions
     /// below `nondet` are tied to the APC's stream by `link`.
     pub fn check_apc(&mut self, pc: &PathCondition, extra: &[Bool], nondet: u64, link: &dyn Fn(u64) -> Bool, ms: u32) -> Sat {
-        let Some(a) = &self.apc else { return Sat::Yes };
-        while self.linked < nondet {
-            a.assert(link(self.linked));
-            self.linked += 1;
-        }
         let left = self.budget_ms(ms);
+        let Some(a) = &self.apc else { return Sat::Yes };
         self.calls += 1;
-        a.push();
-        for e in extra {
-            a.assert(e);
-        }
-        self.clock.arm(left);
-        let r = a.check_assumptions(&pc.guards());
-        self.clock.disarm();
-        let r = match r {
-            SatResult::Sat => Sat::Yes,
-            SatResult::Unsat => Sat::No,
-            SatResult::Unknown => Sat::Unknown,
-        };
-        a.pop(1);
-        r
+        let reads = self.apc_reads.as_ref();
+        check_linked(a, (&mut self.linked, reads), &self.clock, pc, extra, nondet, link, left)
+    }
+
+    /// [`PathSolver::check_apc`] against the scalar skeleton (`Yes` when there is none).
+    pub fn check_skeleton(&mut self, pc: &PathCondition, extra: &[Bool], nondet: u64, link: &dyn Fn(u64) -> Bool, ms: u32) -> Sat {
+        let left = self.budget_ms(ms);
+        let Some(a) = &self.skeleton else { return Sat::Yes };
+        self.calls += 1;
+        let reads = self.skeleton_reads.as_ref();
+        check_linked(a, (&mut self.skeleton_linked, reads), &self.clock, pc, extra, nondet, link, left)
     }
 
     /// Values of the named 64-bit counters in some model of the APC alone (the first guess of
@@ -252,6 +269,40 @@ impl PathSolver {
     /// The model of the last satisfiable [`PathSolver::check`].
     pub fn model(&self) -> Option<Rc<Model>> {
         self.last_model.clone()
+    }
+}
+
+/// `pc ∧ extra` in a solver that holds an APC at its base level, after tying the nondet
+/// positions below `nondet` that the APC reads to its stream (`linked`: positions done so far).
+#[allow(clippy::too_many_arguments)]
+fn check_linked(
+    a: &Solver,
+    (linked, reads): (&mut u64, Option<&BTreeSet<u64>>),
+    clock: &QueryClock,
+    pc: &PathCondition,
+    extra: &[Bool],
+    nondet: u64,
+    link: &dyn Fn(u64) -> Bool,
+    ms: u32,
+) -> Sat {
+    while *linked < nondet {
+        if reads.is_none_or(|r| r.contains(linked)) {
+            a.assert(link(*linked));
+        }
+        *linked += 1;
+    }
+    a.push();
+    for e in extra {
+        a.assert(e);
+    }
+    clock.arm(ms);
+    let r = a.check_assumptions(&pc.guards());
+    clock.disarm();
+    a.pop(1);
+    match r {
+        SatResult::Sat => Sat::Yes,
+        SatResult::Unsat => Sat::No,
+        SatResult::Unknown => Sat::Unknown,
     }
 }
 

@@ -116,8 +116,9 @@ pub struct DseState {
     pub steps: u64,
     /// Per guided loop (index into the guide's loops).
     pub loops: Vec<LoopProgress>,
-    /// Symbolic equality tests this path took on their equal side (`A[j] == H[k]`, `x == 7`):
-    /// the search prefers paths that matched more (see `Frontier`).
+    /// Symbolic branches this path took on their preferred side (the equal side of `A[j] ==
+    /// H[k]`, the side toward `++k` under a later `k > 15`; see `prefer`): the search prefers
+    /// paths that matched more (see `Frontier`).
     pub matched: u32,
     /// Whether the path condition changed since its satisfiability was last checked.
     pub unchecked: bool,

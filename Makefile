@@ -36,8 +36,10 @@ bench: build
 	scripts/bench
 
 # Soundness campaign: random programs (own generator and csmith) against native ground truth.
+# Three jobs on two cores (each job waits on clang and native runs part of the time): on this
+# kind of machine 1800 s gave 2349 generated and 639 Csmith programs, 0 wrong verdicts.
 soundness: build
-	scripts/soundness --seconds 1800 --timeout 3 --gen-share 0.6 --gen-targets 1 --csmith-targets 1 --csmith-missed 1 --engines apc,dse
+	scripts/soundness --seconds 1800 --timeout 3 --gen-share 0.65 --jobs 3 --gen-targets 1 --csmith-targets 1 --csmith-missed 1 --engines apc,dse
 
 # AddressSanitizer build for the memory-safety checks of issue 8 (prints its path):
 # scripts/memcheck --mode asan, scripts/memcheck --suite, APC_LLVM_TEST_BIN (README, "Testing").

@@ -516,6 +516,11 @@ fn search_inner(
             why.push_str(&format!("; it calls {}, which have no definition and return 0 in replays (the real ones may differ)", names.join(", ")));
         }
         end(DseEnd::NoReplayableWitness(why), stats, &solver)
+    } else if cancel.load(Ordering::Relaxed) {
+        end(DseEnd::GaveUp("cancelled".into()), stats, &solver)
+    } else if Instant::now() + solver::DEADLINE_MARGIN >= limits.deadline {
+        // The frontier emptied because the deadline cut the last queries short.
+        end(DseEnd::GaveUp("the time budget ran out".into()), stats, &solver)
     } else {
         if !exec.stubbed_calls.is_empty() {
             let names: Vec<_> = exec.stubbed_calls.iter().cloned().collect();

@@ -16,7 +16,7 @@ use z3::{Model, SatResult, Solver};
 const QUERY_MS: u32 = 3_000;
 
 /// Queries end this long before the search's deadline.
-const DEADLINE_MARGIN: std::time::Duration = std::time::Duration::from_millis(300);
+pub const DEADLINE_MARGIN: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// The end of the query under way, for the search's watchdog, which interrupts the thread's
 /// context once a query is [`QUERY_GRACE`] past its budget: the DSE's only time limit on a

@@ -169,7 +169,27 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
                 _ => "a native run on the model's inputs entered the target".into(),
             };
             report.witness = Some(wr);
-            if let Some(dir) = &config.emit_tests {
+            if config.check_ub || config.ub_is_error {
+                progress.enter("checking the witness for undefined behaviour");
+                let tu = Instant::now();
+                match crate::replay::ub::check(&config.input, &config.function, &config.target, &options, &witness) {
+                    crate::replay::ub::UbCheck::Clean => report.ub_check = Some("none before the target (UBSan)".into()),
+                    crate::replay::ub::UbCheck::Ub(u) => {
+                        report.ub_check = Some("undefined behaviour before the target (UBSan)".into());
+                        if config.ub_is_error {
+                            report.verdict = Verdict::Unknown;
+                            report.reason = format!(
+                                "the witness found relies on undefined behaviour ({} at {}), which --ub-is-error does not count",
+                                u.operation, u.location
+                            );
+                        }
+                        report.ub = Some(u);
+                    }
+                    crate::replay::ub::UbCheck::NotChecked(why) => report.ub_check = Some(format!("not checked: {why}")),
+                }
+                report.timings.insert("ub_check".into(), tu.elapsed().as_secs_f64());
+            }
+            if let (Some(dir), Verdict::Reachable) = (&config.emit_tests, report.verdict) {
                 progress.enter_critical("writing regression tests");
                 // The verdict stands whatever happens to the test files (checked writable
                 // before the analysis; a failure now is reported, not fatal).

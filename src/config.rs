@@ -45,6 +45,12 @@ pub struct Config {
     pub arg_sizes: Vec<(String, u64)>,
     /// `--dot FILE`: where to draw the flowgraph (DOT, or SVG through Graphviz for `.svg`).
     pub dot: Option<PathBuf>,
+    /// `--check-ub`: run a reaching witness again on the program built under UBSan and report
+    /// the undefined operation it relies on, if any ([`crate::replay::ub`]).
+    pub check_ub: bool,
+    /// `--ub-is-error`: a witness that relies on undefined behaviour does not count as reaching
+    /// (implies `check_ub`).
+    pub ub_is_error: bool,
 }
 
 impl Config {
@@ -68,6 +74,8 @@ impl Config {
             assumptions: vec![],
             arg_sizes: vec![],
             dot: None,
+            check_ub: false,
+            ub_is_error: false,
         }
     }
 

@@ -101,6 +101,18 @@ struct Cli {
     /// targets red, the program's backbones bold blue, back edges dashed
     #[arg(long, value_name = "FILE")]
     dot: Option<PathBuf>,
+    /// Run a reaching witness once more on the program rebuilt from its C source under
+    /// UndefinedBehaviorSanitizer, and report the undefined operation (signed overflow, shift
+    /// past the width, division by zero, out-of-bounds index, ...) it relies on, with its source
+    /// line (`ub` in JSON). The analysis itself is bit-precise for the program as compiled
+    /// (wrapping arithmetic). Needs INPUT to be one .c file; costs a second native build
+    #[arg(long)]
+    check_ub: bool,
+    /// A witness that relies on undefined behaviour does not count as reaching: the verdict is
+    /// then `unknown` (as SV-COMP judges tasks whose safety rests on signed overflow being
+    /// undefined). Implies --check-ub
+    #[arg(long)]
+    ub_is_error: bool,
     /// Exit with status 3 unless the verdict is one of these (comma-separated: reachable,
     /// unreachable, unknown): recorded verdicts as regression oracles (scripts/apc.mk's apc-check)
     #[arg(long, value_name = "VERDICTS")]
@@ -196,6 +208,8 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
             _ => return Err(Error::bad_input(format!("--arg-size '{a}': expected NAME=BYTES with 1 <= BYTES <= {MAX_ARG_SIZE}"))),
         }
     }
+    config.check_ub = cli.check_ub || cli.ub_is_error;
+    config.ub_is_error = cli.ub_is_error;
     config.max_unfold_k = config.max_unfold_k.max(cli.unfold);
     config.max_models = cli.max_models;
     if let Some(dir) = &cli.emit_tests {

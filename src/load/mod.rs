@@ -5,7 +5,7 @@
 //!                                       for replay) ──inline, mem2reg, loop-simplify──▶ lower ──▶ Program
 //! ```
 
-mod input;
+pub mod input;
 mod llvm;
 mod lower;
 pub mod ctypes;

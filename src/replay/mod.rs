@@ -5,6 +5,7 @@
 pub mod driver;
 pub mod sandbox;
 pub mod stubs;
+pub mod ub;
 
 pub use sandbox::{Limits, RunOutcome};
 
@@ -34,6 +35,8 @@ pub struct Replayer {
     stubbed: Vec<String>,
     runs: AtomicU32,
     keep_temps: bool,
+    /// Extra clang flags of the link (a sanitizer's runtime).
+    link_flags: Vec<String>,
 }
 
 fn run_clang(args: &[&std::ffi::OsStr], tmp: &Path) -> Result<std::process::Output> {
@@ -50,6 +53,12 @@ impl Replayer {
     /// statically; functions nobody defines get stubs returning 0 (the analysis treats their
     /// results as unknown anyway).
     pub fn new(loaded: &Loaded, keep_temps: bool) -> Result<Replayer> {
+        Replayer::with_link_flags(loaded, keep_temps, &[])
+    }
+
+    /// [`Replayer::new`] with extra clang flags for the link (`-fsanitize=undefined` links the
+    /// sanitizer's runtime, see [`ub`]).
+    pub fn with_link_flags(loaded: &Loaded, keep_temps: bool, link_flags: &[&str]) -> Result<Replayer> {
         let mut dir = tempfile::Builder::new()
             .prefix("apc-replay-")
             .tempdir()
@@ -70,6 +79,7 @@ impl Replayer {
             stubbed: vec![],
             runs: AtomicU32::new(0),
             keep_temps,
+            link_flags: link_flags.iter().map(|f| f.to_string()).collect(),
         };
         let bc = rp.dir.path().join("program.bc");
         write(&bc, &loaded.instrumented_bitcode)?;
@@ -88,17 +98,10 @@ impl Replayer {
                 source.push_str(stubs);
             }
             write(&driver, source.as_bytes())?;
-            let out = run_clang(&[
-                "-O0".as_ref(),
-                "-w".as_ref(),
-                "-static".as_ref(),
-                "--target=x86_64-pc-linux-gnu".as_ref(),
-                driver.as_os_str(),
-                bc.as_os_str(),
-                "-lm".as_ref(),
-                "-o".as_ref(),
-                rp.exe.as_os_str(),
-            ], rp.dir.path())?;
+            let mut args: Vec<&std::ffi::OsStr> = vec!["-O0".as_ref(), "-w".as_ref(), "-static".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
+            args.extend(rp.link_flags.iter().map(|f| std::ffi::OsStr::new(f.as_str())));
+            args.extend([driver.as_os_str(), bc.as_os_str(), "-lm".as_ref(), "-o".as_ref(), rp.exe.as_os_str()]);
+            let out = run_clang(&args, rp.dir.path())?;
             if out.status.success() {
                 return Ok(rp);
             }
@@ -171,6 +174,11 @@ impl Replayer {
     /// Runs the program on `w` in a fresh sandbox directory (removed afterwards unless temporary
     /// files are kept).
     pub fn run_with(&self, w: &Witness, limits: Limits) -> Result<RunOutcome> {
+        self.run_observed(w, limits, None)
+    }
+
+    /// [`Replayer::run_with`], with the program's standard error written to `stderr`.
+    pub fn run_observed(&self, w: &Witness, limits: Limits, stderr: Option<&std::fs::File>) -> Result<RunOutcome> {
         let n = self.runs.fetch_add(1, Ordering::Relaxed);
         let work = self.dir.path().join(format!("run{n}"));
         let jail = work.join("jail");
@@ -188,7 +196,7 @@ impl Replayer {
         // read-only and writes to its own tmpfs.
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&jail, std::fs::Permissions::from_mode(0o755)).map_err(|e| Error::internal(format!("chmod {}: {e}", jail.display())))?;
-        let out = sandbox::run(&jail, limits, Some(&input), Some(token)).map_err(|e| Error::internal(format!("replay: {e}")));
+        let out = sandbox::run_with_stderr(&jail, limits, Some(&input), Some(token), stderr).map_err(|e| Error::internal(format!("replay: {e}")));
         if !self.keep_temps {
             let _ = std::fs::remove_dir_all(&work);
         }

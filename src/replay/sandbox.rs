@@ -395,7 +395,12 @@ pub struct Exit {
 /// for reading on fd 4. With a `token`, only hit messages carrying it count (`hit TOKEN ID`,
 /// the token in hex); without, `hit ID`.
 pub fn run(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Option<u64>) -> std::io::Result<RunOutcome> {
-    let job = Job { input, self_init: true, ..Job::new(dir, "prog", limits) };
+    run_with_stderr(dir, limits, input, token, None)
+}
+
+/// [`run`], with the program's standard error written to `stderr` (a sanitizer's report).
+pub fn run_with_stderr(dir: &Path, limits: Limits, input: Option<&std::fs::File>, token: Option<u64>, stderr: Option<&std::fs::File>) -> std::io::Result<RunOutcome> {
+    let job = Job { input, stderr, self_init: true, ..Job::new(dir, "prog", limits) };
     let exit = execute(&job)?;
     if exit.status == "timeout" {
         return Ok(RunOutcome { reached: None, nondet_types: vec![], status: exit.status, confined: true });

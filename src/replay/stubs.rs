@@ -19,7 +19,9 @@ const NONSHARED: &[&str] = &["atexit", "at_quick_exit", "pthread_atfork", "__sta
 /// Whether the name is defined by the drivers the builds generate (nondet inputs, assumptions,
 /// the target marker) or by the compiler (intrinsics).
 fn driver_or_compiler_defines(name: &str) -> bool {
-    name.starts_with("llvm.") || name.starts_with("__VERIFIER_nondet_") || name == "__VERIFIER_assume" || name == TARGET_MARKER
+    // `__ubsan_handle_*`: the sanitizer's runtime, linked into the UB-checking build only
+    // (`replay::ub`); nothing else calls them.
+    name.starts_with("llvm.") || name.starts_with("__ubsan_") || name.starts_with("__VERIFIER_nondet_") || name == "__VERIFIER_assume" || name == TARGET_MARKER
 }
 
 struct Libraries {

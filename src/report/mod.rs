@@ -87,6 +87,13 @@ pub struct Report {
     /// Why `--emit-tests` wrote nothing for a reaching witness.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_error: Option<String>,
+    /// The undefined operation the witness relies on (`--check-ub`, see [`crate::replay::ub`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ub: Option<crate::replay::ub::UbFinding>,
+    /// What the undefined-behaviour check of the witness found: `none`, `undefined behaviour`,
+    /// or why it could not be made (only with `--check-ub`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ub_check: Option<String>,
     pub timings: BTreeMap<String, f64>,
     /// The engine whose finding decided the verdict, if one did.
     pub engine: Option<String>,
@@ -171,6 +178,8 @@ impl Report {
             engine: None,
             engines: BTreeMap::new(),
             test_error: None,
+            ub: None,
+            ub_check: None,
         }
     }
 
@@ -198,6 +207,8 @@ impl Report {
             engine: None,
             engines: BTreeMap::new(),
             test_error: None,
+            ub: None,
+            ub_check: None,
         }
     }
 
@@ -275,6 +286,11 @@ impl Report {
                 let v: Vec<String> = w.nondet.iter().map(|x| x.to_string()).collect();
                 let _ = writeln!(out, "  nondet = [{}]", v.join(", "));
             }
+        }
+        if let Some(u) = &self.ub {
+            let _ = writeln!(out, "undefined behaviour: {} at {} (UBSan: {})", u.operation, u.location, u.message);
+        } else if let Some(c) = &self.ub_check {
+            let _ = writeln!(out, "undefined behaviour: {c}");
         }
         if !self.stubs.is_empty() {
             let _ = writeln!(out, "replay stubs: {} (no definition in the bitcode; they return 0 in replays)", self.stubs.join(", "));

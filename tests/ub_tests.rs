@@ -1,0 +1,85 @@
+//! Undefined behaviour on witnesses (`--check-ub`, `--ub-is-error`; issue 13): the reaching
+//! witness runs again on the program rebuilt under UBSan, natively.
+
+mod common;
+use common::*;
+
+/// Reaching line 4 needs `x > 0` and `x + 2000000000 < 0`: only a signed overflow does it.
+const OVERFLOW: &str = "int f(int x) {\n\
+                        \x20 int y = x + 2000000000;\n\
+                        \x20 if (x > 0 && y < 0)\n\
+                        \x20   return 1;\n\
+                        \x20 return 0;\n\
+                        }\n";
+
+/// The twin without undefined behaviour.
+const CLEAN: &str = "int f(int x) {\n\
+                     \x20 unsigned y = (unsigned)x + 2000000000u;\n\
+                     \x20 if (x > 0 && (int)y < 0)\n\
+                     \x20   return 1;\n\
+                     \x20 return 0;\n\
+                     }\n";
+
+/// `1 << s` with `s > 40` equal to 2: x86-64 masks the count (so `s = 65` does it), C does not
+/// define it.
+const SHIFT: &str = "int f(unsigned s) {\n\
+                     \x20 int v = 1 << s;\n\
+                     \x20 if (s > 40 && s < 100 && v == 2)\n\
+                     \x20   return 1;\n\
+                     \x20 return 0;\n\
+                     }\n";
+
+#[test]
+fn a_signed_overflow_witness_carries_the_ub_flag() {
+    let p = c_program("ovf", OVERFLOW);
+    let line = format!("{}:4", p.path.display());
+    let r = json_report(&p.path, &["--function", "f", "--line", &line, "--check-ub"]);
+    assert_eq!(r["verdict"], "reachable", "{r}");
+    assert_eq!(r["ub"]["operation"], "signed integer overflow", "{r}");
+    assert!(r["ub"]["location"].as_str().unwrap().ends_with("ovf.c:2:13"), "{r}");
+    // Without --check-ub the report says nothing about it.
+    let plain = json_report(&p.path, &["--function", "f", "--line", &line]);
+    assert_eq!(plain["verdict"], "reachable");
+    assert!(plain.get("ub").is_none() && plain.get("ub_check").is_none(), "{plain}");
+}
+
+#[test]
+fn with_ub_is_error_a_witness_that_needs_ub_does_not_count() {
+    let p = c_program("ovf", OVERFLOW);
+    let line = format!("{}:4", p.path.display());
+    let r = json_report(&p.path, &["--function", "f", "--line", &line, "--ub-is-error"]);
+    assert_eq!(r["verdict"], "unknown", "{r}");
+    assert!(r["reason"].as_str().unwrap().contains("undefined behaviour"), "{r}");
+    assert_eq!(r["ub"]["operation"], "signed integer overflow");
+}
+
+#[test]
+fn a_witness_without_ub_stays_reachable_under_ub_is_error() {
+    let p = c_program("clean", CLEAN);
+    let line = format!("{}:4", p.path.display());
+    let r = json_report(&p.path, &["--function", "f", "--line", &line, "--ub-is-error"]);
+    assert_eq!(r["verdict"], "reachable", "{r}");
+    assert!(r.get("ub").is_none(), "{r}");
+    assert!(r["ub_check"].as_str().unwrap().starts_with("none"), "{r}");
+}
+
+#[test]
+fn a_shift_past_the_width_is_named() {
+    let p = c_program("shift", SHIFT);
+    let line = format!("{}:4", p.path.display());
+    let r = json_report(&p.path, &["--function", "f", "--line", &line, "--check-ub"]);
+    assert_eq!(r["verdict"], "reachable", "{r}");
+    let op = r["ub"]["operation"].as_str().unwrap();
+    assert!(op.starts_with("shift exponent"), "{r}");
+    assert!(r["ub"]["location"].as_str().unwrap().ends_with("shift.c:2:13"), "{r}");
+}
+
+#[test]
+fn bitcode_input_is_not_checked_and_says_why() {
+    let p = c_program("ovf", OVERFLOW);
+    let bc = compile_bitcode(&p);
+    let line = format!("{}:4", p.path.display());
+    let r = json_report(&bc, &["--function", "f", "--line", &line, "--check-ub"]);
+    assert_eq!(r["verdict"], "reachable", "{r}");
+    assert!(r["ub_check"].as_str().unwrap().starts_with("not checked"), "{r}");
+}

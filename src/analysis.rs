@@ -102,6 +102,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             .collect();
     }
     report.smtlib = Some(solve::smtlib(&pool, apc.formula));
+    let star_causes: Vec<String> = pool.star_causes().iter().cloned().collect();
     report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
     info!(nodes = pool.len(), "APC built");
 
@@ -226,7 +227,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         }
     }
     if report.verdict == Verdict::Unknown {
-        report.reason.push_str(&unknown_causes(&report.stubs, loaded.recursion_cut.as_ref()));
+        report.reason.push_str(&unknown_causes(&report.stubs, loaded.recursion_cut.as_ref(), &star_causes));
     }
     if config.keep_temps {
         if let Ok(rp) = native.get() {
@@ -308,8 +309,16 @@ fn write_dot(path: &Path, dot: &str) -> std::result::Result<(), String> {
 /// What an `unknown` may be owed to, beyond the engines' own reasons: functions the replays
 /// stubbed (a witness that needs their real results cannot replay) and recursion cut at its
 /// bound where the target may lie deeper (what lies past the cut is unknown to the analysis).
-fn unknown_causes(stubs: &[String], cut: Option<&crate::load::recursion::Unrolling>) -> String {
+fn unknown_causes(stubs: &[String], cut: Option<&crate::load::recursion::Unrolling>, stars: &[String]) -> String {
     let mut out = String::new();
+    if !stars.is_empty() {
+        const SHOWN: usize = 4;
+        let mut list = stars.iter().take(SHOWN).cloned().collect::<Vec<_>>().join("; ");
+        if stars.len() > SHOWN {
+            list.push_str(&format!("; {} more", stars.len() - SHOWN));
+        }
+        out.push_str(&format!("; the APC has these as unknown (⋆): {list}"));
+    }
     if !stubs.is_empty() {
         out.push_str(&format!("; replays ran with stubs returning 0 for {} (no definition in the bitcode)", stubs.join(", ")));
     }

@@ -191,3 +191,24 @@ fn pointer_differences_within_one_object() {
     let src2 = format!("{HEADER}int g;\nvoid f(int *q) {{ if ((long)q - (long)&g == 8) reach_error(); }}");
     assert_ne!(reach("ptrdiff2", &src2, "f")["verdict"], "unreachable");
 }
+
+/// An `unknown` verdict names what the APC could not model: the instruction kind, or the
+/// function without a definition whose result it needed.
+#[test]
+fn unknown_reasons_name_what_became_star() {
+    let src = "int f(int x) {\n  double d = x * 0.5;\n  int y = (int)(d * 3.0);\n  if (y == 7)\n    return 1;\n  return 0;\n}\n";
+    let p = c_program("fl", src);
+    let line = format!("{}:5", p.path.display());
+    let r = json_report(&p.path, &["--function", "f", "--line", &line, "--engine", "apc", "--timeout", "5", "--max-models", "2"]);
+    if r["verdict"] == "unknown" {
+        assert!(r["reason"].as_str().unwrap().contains("the result of `fptosi` instructions"), "{r}");
+    } else {
+        assert_eq!(r["verdict"], "reachable", "{r}");
+    }
+    let src = "unsigned hash(unsigned x);\nint g(unsigned x) {\n  if (x < 1000 && hash(x) == 77)\n    return 1;\n  return 0;\n}\n";
+    let p = c_program("h", src);
+    let line = format!("{}:4", p.path.display());
+    let r = json_report(&p.path, &["--function", "g", "--line", &line, "--engine", "apc", "--timeout", "5", "--max-models", "2"]);
+    assert_eq!(r["verdict"], "unknown", "{r}");
+    assert!(r["reason"].as_str().unwrap().contains("the result of `hash` (no definition in the bitcode)"), "{r}");
+}

@@ -12,6 +12,10 @@ pub struct ExprPool {
     nodes: Vec<Expr>,
     sorts: Vec<Sort>,
     index: HashMap<Expr, ExprId>,
+    /// What the executors modelled as ⋆ and why (`the result of \`f\` (no definition)`):
+    /// every ⋆ is one hash-consed node per sort, so its causes are kept beside it, for the
+    /// reasons of an `unknown` verdict.
+    star_causes: std::collections::BTreeSet<String>,
 }
 
 impl ExprPool {
@@ -91,6 +95,18 @@ impl ExprPool {
 
     pub fn star(&mut self, sort: Sort) -> ExprId {
         self.intern(Expr::Star(sort), sort)
+    }
+
+    /// Records why some value became ⋆ (see [`ExprPool::star_causes`]).
+    pub fn note_star_cause(&mut self, cause: String) {
+        if self.star_causes.len() < 64 {
+            self.star_causes.insert(cause);
+        }
+    }
+
+    /// The causes recorded with [`ExprPool::note_star_cause`].
+    pub fn star_causes(&self) -> &std::collections::BTreeSet<String> {
+        &self.star_causes
     }
 
     /// ⋆ of `sort` if any of `ops` is ⋆.

@@ -54,9 +54,13 @@ impl Executor<'_> {
     ) -> SymVal {
         let name = match callee {
             Callee::Direct(n) => n.as_str(),
-            Callee::Indirect(_) | Callee::InlineAsm => {
+            Callee::Indirect(_) => {
                 st.havoc_all(self.pool, self.inputs);
-                return self.star_of(ty);
+                return self.star_because(ty, || "the result of an indirect call".into());
+            }
+            Callee::InlineAsm => {
+                st.havoc_all(self.pool, self.inputs);
+                return self.star_because(ty, || "the result of inline assembly".into());
             }
         };
         if name.starts_with("__VERIFIER_nondet_") {
@@ -157,7 +161,7 @@ impl Executor<'_> {
         } else if !PURE_EXTERNALS.contains(&name) {
             self.unknown_external(st, args);
         }
-        self.star_of(ty)
+        self.star_because(ty, || format!("the result of `{name}` (no definition in the bitcode)"))
     }
 
     /// An external function may write every object reachable to it: its pointer arguments'

@@ -78,6 +78,16 @@ impl<'p> Executor<'p> {
         }
     }
 
+    /// [`Executor::star_of`] for a value the executor cannot model, recording why (the reasons
+    /// of an `unknown` verdict name it). Only integer results are recorded: other values are
+    /// unknown anyway and say nothing about the paths.
+    pub fn star_because(&mut self, ty: &Ty, cause: impl FnOnce() -> String) -> SymVal {
+        if matches!(ty, Ty::Int(_)) {
+            self.pool.note_star_cause(cause());
+        }
+        self.star_of(ty)
+    }
+
     pub fn star_of(&mut self, ty: &Ty) -> SymVal {
         match ty {
             Ty::Int(1) => SymVal::Int(self.pool.star(Sort::Bool)),
@@ -231,7 +241,7 @@ impl<'p> Executor<'p> {
                 if matches!(opcode.as_str(), "atomicrmw" | "atomiccmpxchg" | "vaarg" | "fence") {
                     st.havoc_all(self.pool, self.inputs);
                 }
-                self.star_of(ty)
+                self.star_because(ty, || format!("the result of `{opcode}` instructions"))
             }
         }
     }

@@ -238,11 +238,15 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     Ok(report)
 }
 
-/// Analyses every target of `set` one by one, each with the whole `--timeout` and with its own
-/// deadline and memory bound ([`run_bounded`]); `each` sees every report as it comes (progress).
-/// A target whose analysis had to be abandoned stops the batch (its worker may still run: the
-/// process must then end with [`solve::exit_now`], as `abandoned` says).
-pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut dyn FnMut(usize, usize, &Report)) -> (Result<crate::report::batch::BatchReport>, bool) {
+/// Analyses every target of `set`, each with the whole `--timeout` and with its own deadline and
+/// memory bound ([`run_bounded`]), `config.jobs` at a time; `each` sees every report as it
+/// comes (progress: the number of reports so far, the total, the report). The batch report
+/// lists the targets in their order. A target whose analysis had to be abandoned stops the
+/// batch: no further target starts (those under way finish), and the process must then end
+/// with [`solve::exit_now`], as `abandoned` says.
+pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(usize, usize, &Report) + Send)) -> (Result<crate::report::batch::BatchReport>, bool) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Mutex;
     let targets = match load::list_targets(&config.input, &config.function, set, &config.load_options()) {
         Ok(t) => t,
         Err(e) => return (Err(e), false),
@@ -252,34 +256,63 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut dyn FnMut(us
         load::TargetSet::EveryCallTo(f) => format!("every call to {f}"),
         load::TargetSet::Listed(_) => "the listed targets".to_string(),
     };
-    let mut batch = crate::report::batch::BatchReport { function: config.function.clone(), what, entries: vec![], skipped: vec![] };
-    let mut abandoned = false;
-    for (k, t) in targets.iter().enumerate() {
-        if abandoned {
-            batch.skipped.push(t.describe());
-            continue;
+    let n = targets.len();
+    let next = AtomicUsize::new(0);
+    let abandoned = AtomicBool::new(false);
+    // Per target: its report, or the error that ends the batch.
+    let results: Mutex<Vec<Option<Result<Report>>>> = Mutex::new((0..n).map(|_| None).collect());
+    let done = AtomicUsize::new(0);
+    let each = Mutex::new(each);
+    let work = || loop {
+        if abandoned.load(Ordering::SeqCst) {
+            return;
         }
+        let k = next.fetch_add(1, Ordering::SeqCst);
+        let Some(t) = targets.get(k) else { return };
         let mut c = config.clone();
         c.target = t.clone();
         let b = run_bounded(&c);
-        abandoned = b.abandoned;
-        match b.result {
-            Ok(report) => {
-                each(k, targets.len(), &report);
-                batch.entries.push(crate::report::batch::BatchEntry { target: t.describe(), report });
-            }
+        if b.abandoned {
+            abandoned.store(true, Ordering::SeqCst);
+        }
+        let result = match b.result {
             // A target the analysis cannot take (a block dropped as dead code is `unreachable`,
             // not an error): the batch goes on, the target counts as unknown.
             Err(e) if e.exit_status() == 2 => {
                 let mut report = Report::bare(&config.function, t.describe());
                 report.reason = format!("not analysed: {e}");
-                each(k, targets.len(), &report);
-                batch.entries.push(crate::report::batch::BatchEntry { target: t.describe(), report });
+                Ok(report)
             }
-            Err(e) => return (Err(e), abandoned),
+            r => r,
+        };
+        if let Ok(report) = &result {
+            let d = done.fetch_add(1, Ordering::SeqCst);
+            (each.lock().unwrap_or_else(|e| e.into_inner()))(d, n, report);
+        }
+        let failed = result.is_err();
+        results.lock().unwrap_or_else(|e| e.into_inner())[k] = Some(result);
+        if failed {
+            // An error that is not about this target (the input, the machine): stop.
+            abandoned.store(true, Ordering::SeqCst);
+        }
+    };
+    let jobs = config.jobs.clamp(1, n.max(1));
+    std::thread::scope(|scope| {
+        for _ in 1..jobs {
+            scope.spawn(work);
+        }
+        work();
+    });
+    let mut batch = crate::report::batch::BatchReport { function: config.function.clone(), what, entries: vec![], skipped: vec![] };
+    let was_abandoned = abandoned.load(Ordering::SeqCst);
+    for (t, r) in targets.iter().zip(results.into_inner().unwrap_or_else(|e| e.into_inner())) {
+        match r {
+            Some(Ok(report)) => batch.entries.push(crate::report::batch::BatchEntry { target: t.describe(), report }),
+            Some(Err(e)) => return (Err(e), was_abandoned),
+            None => batch.skipped.push(t.describe()),
         }
     }
-    (Ok(batch), abandoned)
+    (Ok(batch), was_abandoned)
 }
 
 /// Writes `dot` to `path` (through Graphviz's `dot -Tsvg` for a `.svg` path), via a temporary
@@ -332,8 +365,13 @@ fn unknown_causes(stubs: &[String], cut: Option<&crate::load::recursion::Unrolli
     out
 }
 
+/// Batch targets analysed at once write into one test directory: one writer at a time (its
+/// numbering, `targets.tsv` and `Makefile` are shared).
+static EMIT_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Writes the regression test of a witness that reached the target.
 fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: &RunOutcome, dir: &Path) -> Result<Vec<String>> {
+    let _one_writer = EMIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let target_id = run.reached.unwrap_or(0) as usize;
     let target = loaded.target_blocks.get(target_id).map(|t| t.rsplit(':').next().unwrap_or(t).to_string()).unwrap_or_default();
     let nondet = run.nondet_types.iter().enumerate().map(|(k, t)| (t.clone(), w.nondet.get(k).copied().unwrap_or(0))).collect();

@@ -51,6 +51,8 @@ pub struct Config {
     /// `--ub-is-error`: a witness that relies on undefined behaviour does not count as reaching
     /// (implies `check_ub`).
     pub ub_is_error: bool,
+    /// Targets analysed at once in the batch modes (`--cover`, `--all-calls`, `--targets`).
+    pub jobs: usize,
 }
 
 impl Config {
@@ -76,6 +78,7 @@ impl Config {
             dot: None,
             check_ub: false,
             ub_is_error: false,
+            jobs: default_jobs(),
         }
     }
 
@@ -89,4 +92,10 @@ impl Config {
             arg_sizes: self.arg_sizes.clone(),
         }
     }
+}
+
+/// Batch targets analysed at once by default: half the cores (each analysis races engines on
+/// two or more threads), at least one.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }

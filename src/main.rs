@@ -113,6 +113,10 @@ struct Cli {
     /// undefined). Implies --check-ub
     #[arg(long)]
     ub_is_error: bool,
+    /// Targets analysed at once in the batch modes (--cover, --all-calls, --targets), each with
+    /// the whole --timeout [default: half the cores, at least 1]
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
     /// Exit with status 3 unless the verdict is one of these (comma-separated: reachable,
     /// unreachable, unknown): recorded verdicts as regression oracles (scripts/apc.mk's apc-check)
     #[arg(long, value_name = "VERDICTS")]
@@ -208,6 +212,12 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
             _ => return Err(Error::bad_input(format!("--arg-size '{a}': expected NAME=BYTES with 1 <= BYTES <= {MAX_ARG_SIZE}"))),
         }
     }
+    if let Some(j) = cli.jobs {
+        if !(1..=256).contains(&j) {
+            return Err(Error::bad_input(format!("--jobs must be between 1 and 256, got {j}")));
+        }
+        config.jobs = j;
+    }
     config.check_ub = cli.check_ub || cli.ub_is_error;
     config.ub_is_error = cli.ub_is_error;
     config.max_unfold_k = config.max_unfold_k.max(cli.unfold);
@@ -271,9 +281,10 @@ fn run_batch(cli: &Cli, set: &apc_llvm::load::TargetSet, expect: Option<&[String
         }
     };
     let tty = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
     let mut progress = |k: usize, n: usize, r: &apc_llvm::report::Report| {
         if tty {
-            eprintln!("[{}/{n}] {}: {}", k + 1, r.target_spec, r.verdict);
+            eprintln!("[{}/{n}, {:.1}s] {}: {}", k + 1, started.elapsed().as_secs_f64(), r.target_spec, r.verdict);
         }
     };
     let (result, abandoned) = analysis::run_batch(&config, set, &mut progress);

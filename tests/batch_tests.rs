@@ -65,3 +65,26 @@ fn a_targets_file_lists_the_targets() {
     std::fs::write(&list, "block:entry\nfunc:h\n").unwrap();
     assert_bad_input(&run_on(&p.path, &["--function", "h", "--targets", list.to_str().unwrap()]), "targets:2: 'func:h' is not a target");
 }
+
+/// `--jobs 2` analyses two targets at once: the same verdicts, in the same order, and the
+/// regression tests of both workers in one directory.
+#[test]
+fn parallel_jobs_give_the_same_batch() {
+    let p = c_program("cover", DEAD_BODY);
+    let run = |jobs: &str, tests: &std::path::Path| -> serde_json::Value {
+        let out = run_on(&p.path, &["--function", "h", "--cover", "--timeout", "20", "--json", "--jobs", jobs, "--emit-tests", tests.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (t1, t2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (one, two) = (run("1", t1.path()), run("2", t2.path()));
+    let specs = |r: &serde_json::Value| -> Vec<(String, String)> {
+        r["targets"].as_array().unwrap().iter().map(|t| (t["target_spec"].as_str().unwrap().to_string(), t["verdict"].as_str().unwrap().to_string())).collect()
+    };
+    assert_eq!(specs(&one), specs(&two));
+    assert_eq!(two["summary"], serde_json::json!({"reachable": 3, "unreachable": 1, "unknown": 0}), "{two:#}");
+    let c_files = |d: &std::path::Path| std::fs::read_dir(d).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "c")).count();
+    assert_eq!(c_files(t2.path()), 3);
+    let out = run_on(&p.path, &["--function", "h", "--cover", "--jobs", "0"]);
+    assert_bad_input(&out, "--jobs");
+}

@@ -383,7 +383,9 @@ pub fn race_until<T: Send + 'static>(
         if left.is_zero() {
             break;
         }
-        let entry = match rx.recv_timeout(left.min(Duration::from_millis(20))) {
+        // Answers wake this at once; the period only bounds how late a cancel is seen (another
+        // engine's witness: every millisecond here is the portfolio's).
+        let entry = match rx.recv_timeout(left.min(Duration::from_millis(5))) {
             Ok(entry) => entry,
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             Err(mpsc::RecvTimeoutError::Disconnected) => break,

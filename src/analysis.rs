@@ -240,11 +240,12 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
 
 /// Analyses every target of `set`, each with the whole `--timeout` and with its own deadline and
 /// memory bound ([`run_bounded`]), `config.jobs` at a time; `each` sees every report as it
-/// comes (progress: the number of reports so far, the total, the report). The batch report
+/// comes (progress: the number of reports so far, the total, the report; first once with no
+/// report, when the number of targets is known). The batch report
 /// lists the targets in their order. A target whose analysis had to be abandoned stops the
 /// batch: no further target starts (those under way finish), and the process must then end
 /// with [`solve::exit_now`], as `abandoned` says.
-pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(usize, usize, &Report) + Send)) -> (Result<crate::report::batch::BatchReport>, bool) {
+pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(usize, usize, Option<&Report>) + Send)) -> (Result<crate::report::batch::BatchReport>, bool) {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
     let targets = match load::list_targets(&config.input, &config.function, set, &config.load_options()) {
@@ -257,6 +258,7 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(u
         load::TargetSet::Listed(_) => "the listed targets".to_string(),
     };
     let n = targets.len();
+    each(0, n, None);
     let next = AtomicUsize::new(0);
     let abandoned = AtomicBool::new(false);
     // Per target: its report, or the error that ends the batch.
@@ -287,7 +289,7 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(u
         };
         if let Ok(report) = &result {
             let d = done.fetch_add(1, Ordering::SeqCst);
-            (each.lock().unwrap_or_else(|e| e.into_inner()))(d, n, report);
+            (each.lock().unwrap_or_else(|e| e.into_inner()))(d + 1, n, Some(report));
         }
         let failed = result.is_err();
         results.lock().unwrap_or_else(|e| e.into_inner())[k] = Some(result);

@@ -281,10 +281,27 @@ fn run_batch(cli: &Cli, set: &apc_llvm::load::TargetSet, expect: Option<&[String
         }
     };
     let tty = std::io::stderr().is_terminal();
-    let started = std::time::Instant::now();
-    let mut progress = |k: usize, n: usize, r: &apc_llvm::report::Report| {
-        if tty {
-            eprintln!("[{}/{n}, {:.1}s] {}: {}", k + 1, started.elapsed().as_secs_f64(), r.target_spec, r.verdict);
+    // On a terminal: a progress bar (targets done, elapsed, estimated time left) with a line
+    // above it per finished target.
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let mut progress = |done: usize, n: usize, r: Option<&apc_llvm::report::Report>| {
+        if !tty {
+            return;
+        }
+        let b = bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::with_draw_target(Some(n as u64), indicatif::ProgressDrawTarget::stderr());
+            if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} targets, {elapsed} (about {eta} left)") {
+                b.set_style(style);
+            }
+            b.enable_steady_tick(std::time::Duration::from_millis(250));
+            b
+        });
+        if let Some(r) = r {
+            b.println(format!("{}: {}", r.target_spec, r.verdict));
+            b.set_position(done as u64);
+        }
+        if done == n {
+            b.finish_and_clear();
         }
     };
     let (result, abandoned) = analysis::run_batch(&config, set, &mut progress);

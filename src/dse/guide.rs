@@ -25,6 +25,9 @@ use z3::ast::{Bool, BV};
 
 /// Unfolding bound of the APC^K the guide uses (quantifier-free, still necessary).
 pub const GUIDE_UNFOLD_K: u32 = 8;
+/// Largest full APC (SMT-LIB bytes) the DSE prunes with (see [`Guide::new`]); the benchmarks'
+/// are 9–15 KB, MatrIR's 243 KB.
+const MAX_FULL_APC_BYTES: usize = 100_000;
 /// Most expressions the unfolding may add.
 const MAX_UNFOLD_NODES: usize = 200_000;
 
@@ -241,6 +244,14 @@ impl Guide {
             Some(s) if !structure.truncated && pool.as_bool(s) != Some(true) => crate::solve::smtlib(&pool, s),
             _ => String::new(),
         };
+        // A full APC this large (nested loops over an array unfolded) costs seconds per query
+        // and, measured on MatrIR, prunes nothing its skeleton does not: the skeleton alone.
+        let apc_smtlib = if apc_smtlib.len() > MAX_FULL_APC_BYTES && !skeleton_smtlib.is_empty() {
+            debug!(bytes = apc_smtlib.len(), "the full APC is too large to prune with; its skeleton prunes");
+            String::new()
+        } else {
+            apc_smtlib
+        };
         let stream = apc.inputs.nondet_stream;
         let apc_stream_reads = stream_reads(&pool, formula, stream);
         let skeleton_stream_reads = skeleton.and_then(|s| stream_reads(&pool, s, stream));
@@ -270,7 +281,7 @@ impl Guide {
         // a path makes. The engine cannot tell those apart while running: no constraint.
         let all: Vec<(BlockId, BTreeSet<BlockId>)> = loops.iter().map(|l: &GuidedLoop| (l.header, l.blocks.clone())).collect();
         loops.retain(|l| !all.iter().any(|(h, bs)| *h != l.header && bs.contains(&l.header)));
-        debug!(loops = loops.len(), quantified = apc_smtlib.contains("forall") || apc_smtlib.contains("exists"), "DSE guide built");
+        debug!(loops = loops.len(), quantified = apc_smtlib.contains("forall") || apc_smtlib.contains("exists"), apc_bytes = apc_smtlib.len(), skeleton_bytes = skeleton_smtlib.len(), "DSE guide built");
         Some(Guide { names, apc_smtlib, skeleton_smtlib, apc_stream_reads, skeleton_stream_reads, loops })
     }
 

@@ -68,6 +68,8 @@ fn try_check(source: &Path, function: &str, target: &TargetSpec, options: &LoadO
         .prefix("apc-ub-")
         .tempdir()
         .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+    // Removed on an interruption too (SIGINT/SIGTERM end the process without unwinding).
+    let _registered = crate::cleanup::Guard::new(dir.path());
     let flags: Vec<String> = UB_COMPILE_FLAGS.iter().map(|f| f.to_string()).collect();
     let bc = load::input::compile_c_with(source, dir.path(), "ub-", &flags, None)?;
     let loaded = load::load_with(&bc, function, target, options)?;

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::load::{self, LoadOptions, TargetSpec};
 use crate::witness::Witness;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// The clang flags of the sanitized build.
 const UB_COMPILE_FLAGS: &[&str] = &["-fsanitize=undefined", "-fno-sanitize-recover=all"];
@@ -50,16 +51,22 @@ pub enum UbCheck {
     NotChecked(String),
 }
 
+/// Least time before the analysis' deadline the check starts with (a compile, a link, a run).
+const MIN_TIME: Duration = Duration::from_millis(1500);
+
 /// Runs `w` on the program of `source` (a C file) rebuilt under UBSan, with the function and
-/// target of the analysis.
-pub fn check(source: &Path, function: &str, target: &TargetSpec, options: &LoadOptions, w: &Witness) -> UbCheck {
-    match try_check(source, function, target, options, w) {
+/// target of the analysis, if it can end before `deadline` (`--timeout` holds for it too).
+pub fn check(source: &Path, function: &str, target: &TargetSpec, options: &LoadOptions, w: &Witness, deadline: Instant) -> UbCheck {
+    if deadline.saturating_duration_since(Instant::now()) < MIN_TIME {
+        return UbCheck::NotChecked("the time budget ran out before the check".into());
+    }
+    match try_check(source, function, target, options, w, deadline) {
         Ok(c) => c,
         Err(e) => UbCheck::NotChecked(e.to_string()),
     }
 }
 
-fn try_check(source: &Path, function: &str, target: &TargetSpec, options: &LoadOptions, w: &Witness) -> Result<UbCheck> {
+fn try_check(source: &Path, function: &str, target: &TargetSpec, options: &LoadOptions, w: &Witness, deadline: Instant) -> Result<UbCheck> {
     let is_c = matches!(source.extension().and_then(|e| e.to_str()), Some("c") | Some("i"));
     if !is_c || !options.extra_inputs.is_empty() || options.compile_commands.is_some() {
         return Ok(UbCheck::NotChecked("the check needs the program as one C source file".into()));
@@ -76,7 +83,12 @@ fn try_check(source: &Path, function: &str, target: &TargetSpec, options: &LoadO
     let rp = Replayer::with_link_flags(&loaded, false, &["-fsanitize=undefined"])?;
     let err_path = dir.path().join("stderr");
     let err = std::fs::File::create(&err_path).map_err(|e| Error::internal(format!("creating {}: {e}", err_path.display())))?;
-    let run = rp.run_observed(w, Limits::default(), Some(&err))?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left < Duration::from_millis(100) {
+        return Ok(UbCheck::NotChecked("the time budget ran out before the sanitized run".into()));
+    }
+    let wall = Limits::default().wall.min(left);
+    let run = rp.run_observed(w, Limits { wall, cpu_seconds: wall.as_secs() + 1, ..Limits::default() }, Some(&err))?;
     drop(err);
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
     if run.reached.is_some() {

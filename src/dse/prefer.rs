@@ -172,13 +172,19 @@ fn loop_headers(f: &Function) -> BTreeSet<BlockId> {
 /// Whether `from` reaches a block of `good` without passing `branch` or entering a loop
 /// header (a header is checked but not passed: the next iteration is not this one).
 fn reaches_within_iteration(f: &Function, from: BlockId, branch: BlockId, headers: &BTreeSet<BlockId>, good: &BTreeSet<BlockId>) -> bool {
+    walk(f, from, |b| good.contains(&b), |b| b != branch && !headers.contains(&b))
+}
+
+/// Breadth-first from `from`: whether a block with `hit` is found, going on only from blocks
+/// that `pass`.
+fn walk(f: &Function, from: BlockId, hit: impl Fn(BlockId) -> bool, pass: impl Fn(BlockId) -> bool) -> bool {
     let mut seen = BTreeSet::from([from]);
     let mut work = VecDeque::from([from]);
     while let Some(b) = work.pop_front() {
-        if good.contains(&b) {
+        if hit(b) {
             return true;
         }
-        if b == branch || headers.contains(&b) {
+        if !pass(b) {
             continue;
         }
         for s in f.block(b).term.successors() {
@@ -295,19 +301,7 @@ fn cycle_through(f: &Function, a: BlockId, b: BlockId) -> bool {
 }
 
 fn reaches(f: &Function, from: BlockId, to: BlockId) -> bool {
-    let mut seen = BTreeSet::from([from]);
-    let mut work = vec![from];
-    while let Some(b) = work.pop() {
-        for s in f.block(b).term.successors() {
-            if s == to {
-                return true;
-            }
-            if seen.insert(s) {
-                work.push(s);
-            }
-        }
-    }
-    false
+    walk(f, from, |b| b == to, |_| true)
 }
 
 #[cfg(test)]

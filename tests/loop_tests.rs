@@ -329,3 +329,25 @@ fn a_gauss_sum_wraps_around_like_the_program() {
     let r = reach("gauss_wrap_unreach", &src("n > 50000 && s > 1000 && s < 55607"), "f", &["--engine", "apc", "--timeout", "20"]);
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
+
+// An accumulator of a symbolic amount (`sn += a`): its closed form a·κ is nonlinear, and Z3's
+// bit-blasted multipliers cannot refute `a·κ ≠ n·a` even with κ = n known. The APC with its
+// nonlinear terms uninterpreted (a sound abstraction for proofs) is refuted in milliseconds.
+
+#[test]
+fn an_accumulator_of_a_symbolic_amount_is_proven_with_multiplication_uninterpreted() {
+    let src = |start: u32| {
+        format!(
+            "void f(int n, int a) {{ if (n < 0 || n > 1000 || a < 0 || a > 1000) return;\n\
+               int sn = 0; for (int i = {start}; i <= n; i++) sn += a;\n\
+               if (!(sn == n * a || sn == 0)) reach_error(); }}"
+        )
+    };
+    let r = reach("acc_sym_unreach", &src(1), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("uninterpreted functions"), "{r:#}");
+    assert!(r["timings"]["solve_apc_nonlinear_uf"].as_f64().unwrap() < 5.0, "{r:#}");
+    // One iteration more: sn = (n + 1)·a.
+    let r = reach("acc_sym_reach", &src(0), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}

@@ -18,6 +18,9 @@ use tracing::{debug, info};
 /// Most expressions one unfolding APC^K may add (nested quantifiers multiply their instances).
 const MAX_UNFOLD_NODES: usize = 400_000;
 
+/// The query of the APC with its nonlinear operations uninterpreted ([`solve::Query`]).
+const SOLVE_NONLINEAR_UF: &str = "solve_apc_nonlinear_uf";
+
 /// What one model yields: the witness and the values of the path counters.
 type ModelData = (Witness, BTreeMap<String, u64>);
 
@@ -122,7 +125,13 @@ impl ApcEngine {
             // The queries: the APC itself and, when it has quantifiers, its unfolding APC^K.
             let p = Arc::make_mut(&mut pool);
             let base = p.and(std::iter::once(apc.formula).chain(blocking.iter().chain(hints.iter()).copied()));
-            let mut queries = vec![("solve_apc".to_string(), base)];
+            let mut queries = vec![solve::Query::exact("solve_apc", base)];
+            // Nonlinear terms (`a·κ` of an accumulator `s += a`, `n·(n+1)`) are where Z3's
+            // bit-blasting gives up: an abstraction that leaves them uninterpreted proves many
+            // such APCs unsatisfiable at once (it can only prove, never give a model).
+            if solve::has_nonlinear(p, base) {
+                queries.push(solve::Query::nonlinear_as_functions(SOLVE_NONLINEAR_UF, base));
+            }
             let mut bounded = None;
             if has_quantifiers {
                 let tu = Instant::now();
@@ -138,7 +147,7 @@ impl ApcEngine {
                         let bounds: Vec<ExprId> = counters.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
                         bounded = Some(p.and([consistent].into_iter().chain(blocking.iter().chain(hints.iter()).copied()).chain(bounds)));
                     }
-                    queries.push(("solve_apc_k".to_string(), unfolded));
+                    queries.push(solve::Query::exact("solve_apc_k", unfolded));
                 }
                 timing(out, "unfold", tu.elapsed().as_secs_f64());
             }
@@ -170,7 +179,11 @@ impl ApcEngine {
                 Outcome::Unsat if blocking.is_empty() && apc.complete => {
                     return Ok(Finding::Unreachable(format!(
                         "the abstract path condition is unsatisfiable ({})",
-                        if last.name == "solve_apc" { "quantified APC".to_string() } else { format!("APC^K, K = {k}") }
+                        match last.name.as_str() {
+                            "solve_apc" => "quantified APC".to_string(),
+                            SOLVE_NONLINEAR_UF => "quantified APC, with its multiplications and divisions of two variables as uninterpreted functions".to_string(),
+                            _ => format!("APC^K, K = {k}"),
+                        }
                     )));
                 }
                 Outcome::Unsat if blocking.is_empty() => {
@@ -211,7 +224,7 @@ impl ApcEngine {
                         if let (false, Some(b)) = (refined, bounded) {
                             refined = true;
                             let left = (cx.left() / 2).min(Duration::from_secs(10));
-                            let results = solve::race_until(pool.clone(), vec![("solve_apc_k_bounded".into(), b)], left, extract.clone(), cx.cancel);
+                            let results = solve::race_until(pool.clone(), vec![solve::Query::exact("solve_apc_k_bounded", b)], left, extract.clone(), cx.cancel);
                             for r in results {
                                 timing(out, &r.name, r.answer.seconds);
                                 if let Outcome::Sat(data) = r.answer.outcome {

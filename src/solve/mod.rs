@@ -32,6 +32,58 @@ impl<T> Outcome<T> {
     }
 }
 
+/// One query of a [`race`]: a formula, solved exactly or as an over-approximation.
+#[derive(Clone, Debug)]
+pub struct Query {
+    pub name: String,
+    pub formula: ExprId,
+    /// Solve with every multiplication, division and remainder whose operands are both
+    /// non-constant replaced by an uninterpreted function of its operands (see
+    /// [`has_nonlinear`]). Every model of the formula is a model of this abstraction (read the
+    /// function as the operation), so *unsat* is a proof for the formula; a *sat* answer says
+    /// nothing and is reported as unknown. Z3 bit-blasts a 32-bit multiplier of two variables into
+    /// thousands of clauses and often cannot refute `a·κ ≠ n·a` even once it knows κ = n; with
+    /// the function, congruence closes it in milliseconds.
+    pub nonlinear_as_functions: bool,
+}
+
+impl Query {
+    /// A query solved as it is.
+    pub fn exact(name: impl Into<String>, formula: ExprId) -> Query {
+        Query { name: name.into(), formula, nonlinear_as_functions: false }
+    }
+
+    /// A query whose nonlinear operations are uninterpreted (only *unsat* counts).
+    pub fn nonlinear_as_functions(name: impl Into<String>, formula: ExprId) -> Query {
+        Query { name: name.into(), formula, nonlinear_as_functions: true }
+    }
+}
+
+/// Whether `op` with these operands is a nonlinear operation ([`Query::nonlinear_as_functions`]).
+fn is_nonlinear(pool: &ExprPool, op: BvOp, a: ExprId, b: ExprId) -> bool {
+    let constant = |e| matches!(pool.get(e), Expr::Const { .. });
+    matches!(op, BvOp::Mul | BvOp::UDiv | BvOp::SDiv | BvOp::URem | BvOp::SRem) && !constant(a) && !constant(b)
+}
+
+/// Whether `formula` multiplies, divides or takes the remainder of two non-constant terms.
+pub fn has_nonlinear(pool: &ExprPool, formula: ExprId) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![formula];
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
+        let node = pool.get(e);
+        if let Expr::Bin(op, a, b) = *node {
+            if is_nonlinear(pool, op, a, b) {
+                return true;
+            }
+        }
+        stack.extend(crate::expr::children_of(node));
+    }
+    false
+}
+
 /// The SMT-LIB 2 text of the query `formula`.
 pub fn smtlib(pool: &ExprPool, formula: ExprId) -> String {
     let solver = z3::Solver::new();
@@ -79,7 +131,7 @@ impl ModelView<'_> {
 /// tactic takes 0.3 ms): OneLoop spent 120 of its 160 ms of building the APC on four such
 /// checks. The APC's own queries keep the default solver, which is faster on hard instances.
 pub fn check<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, extract: impl FnOnce(&mut ModelView) -> T) -> Answer<T> {
-    check_until(pool, formula, SolverKind::Light, Some(timeout), &|| false, extract)
+    check_until(pool, formula, SolverKind::Light, false, Some(timeout), &|| false, extract)
 }
 
 /// Which Z3 solver a query gets.
@@ -121,6 +173,7 @@ fn check_until<T>(
     pool: &ExprPool,
     formula: ExprId,
     kind: SolverKind,
+    nonlinear_as_functions: bool,
     timeout: Option<Duration>,
     stopped: &dyn Fn() -> bool,
     extract: impl FnOnce(&mut ModelView) -> T,
@@ -137,6 +190,7 @@ fn check_until<T>(
         solver.set_params(&params);
     }
     let mut tr = Translator::new(pool);
+    tr.nonlinear_as_functions = nonlinear_as_functions;
     let f = tr.translate(formula).as_bool().expect("the APC is a formula");
     solver.assert(&f);
     if stopped() {
@@ -145,6 +199,8 @@ fn check_until<T>(
     let outcome = match solver.check() {
         // An interrupted solver can say sat and then have no model: that is no answer.
         z3::SatResult::Sat if stopped() => Outcome::Unknown("interrupted".into()),
+        // A model of the abstraction need not be one of the formula.
+        z3::SatResult::Sat if nonlinear_as_functions => Outcome::Unknown("the abstraction with uninterpreted nonlinear operations is satisfiable".into()),
         z3::SatResult::Sat => match solver.get_model() {
             Some(model) => {
                 let mut view = ModelView { model, tr };
@@ -280,7 +336,7 @@ pub struct RaceEntry<T> {
 /// or call of the race survives it, and `T` must be plain data (no Z3 term may leave a worker).
 pub fn race<T: Send + 'static>(
     pool: std::sync::Arc<ExprPool>,
-    queries: Vec<(String, ExprId)>,
+    queries: Vec<Query>,
     timeout: Duration,
     extract: ModelExtractor<T>,
 ) -> Vec<RaceEntry<T>> {
@@ -330,7 +386,7 @@ pub fn set_worker_nice(nice: i32) {
 /// engine of the portfolio found the answer).
 pub fn race_until<T: Send + 'static>(
     pool: std::sync::Arc<ExprPool>,
-    queries: Vec<(String, ExprId)>,
+    queries: Vec<Query>,
     timeout: Duration,
     extract: ModelExtractor<T>,
     cancel: &std::sync::atomic::AtomicBool,
@@ -338,7 +394,7 @@ pub fn race_until<T: Send + 'static>(
     use std::sync::{mpsc, Arc, Mutex};
     let (tx, rx) = mpsc::channel::<RaceEntry<T>>();
     let mut workers = Workers { slots: vec![], handles: vec![] };
-    for (name, formula) in queries {
+    for Query { name, formula, nonlinear_as_functions } in queries {
         let slot = Arc::new(Mutex::new(Slot { state: WorkerState::Pending, stop: false }));
         workers.slots.push(slot.clone());
         let (pool, extract, tx) = (pool.clone(), extract.clone(), tx.clone());
@@ -356,7 +412,7 @@ pub fn race_until<T: Send + 'static>(
                 g.state = WorkerState::Running(ctx.get_z3_context());
             }
             let stopped = || slot.lock().unwrap_or_else(|e| e.into_inner()).stop;
-            let answer = check_until(&pool, formula, SolverKind::Portfolio, None, &stopped, |m| extract(&pool, formula, m));
+            let answer = check_until(&pool, formula, SolverKind::Portfolio, nonlinear_as_functions, None, &stopped, |m| extract(&pool, formula, m));
             // Before the context can go (the thread-local destructor deletes it once this closure
             // returned): from now on nobody may interrupt it.
             slot.lock().unwrap_or_else(|e| e.into_inner()).state = WorkerState::Done;
@@ -408,6 +464,10 @@ struct Translator<'a> {
     pool: &'a ExprPool,
     memo: HashMap<ExprId, Dynamic>,
     fresh: u32,
+    /// See [`Query::nonlinear_as_functions`].
+    nonlinear_as_functions: bool,
+    /// The uninterpreted function standing for each nonlinear operation, by operation and width.
+    functions: HashMap<(BvOp, u32), z3::FuncDecl>,
 }
 
 fn z3_sort(s: Sort) -> z3::Sort {
@@ -420,7 +480,7 @@ fn z3_sort(s: Sort) -> z3::Sort {
 
 impl<'a> Translator<'a> {
     fn new(pool: &'a ExprPool) -> Self {
-        Translator { pool, memo: HashMap::new(), fresh: 0 }
+        Translator { pool, memo: HashMap::new(), fresh: 0, nonlinear_as_functions: false, functions: HashMap::new() }
     }
 
     fn bv(&mut self, e: ExprId) -> BV {
@@ -481,6 +541,21 @@ impl<'a> Translator<'a> {
                 let c = self.boolean(c);
                 let (a, b) = (self.translate(a), self.translate(b));
                 c.ite(&a, &b)
+            }
+            Expr::Bin(op, a, b) if self.nonlinear_as_functions && is_nonlinear(self.pool, op, a, b) => {
+                let w = self.pool.width(a);
+                let (mut a, mut b) = (self.bv(a), self.bv(b));
+                if op == BvOp::Mul {
+                    // Multiplication commutes: the function gets (min, max) of its operands, so
+                    // `a·κ` and `n·a` are one term as soon as κ = n, whatever the order.
+                    let lt = a.bvult(&b);
+                    (a, b) = (lt.ite(&a, &b), lt.ite(&b, &a));
+                }
+                let f = self.functions.entry((op, w)).or_insert_with(|| {
+                    let s = z3::Sort::bitvector(w);
+                    z3::FuncDecl::new(format!("{op:?}{w}").to_lowercase(), &[&s, &s], &s)
+                });
+                f.apply(&[&a, &b])
             }
             Expr::Bin(op, a, b) => {
                 let (a, b) = (self.bv(a), self.bv(b));
@@ -586,6 +661,29 @@ mod tests {
             Outcome::Sat(v) => v,
             other => panic!("expected sat, got {other:?}"),
         }
+    }
+
+    /// a·t ≠ n·a with t = n: unsat with multiplication uninterpreted (and exactly); with
+    /// a·t ≠ t·t instead (t = n, a free), the abstraction is satisfiable, which is no answer.
+    #[test]
+    fn nonlinear_terms_as_functions_prove_but_never_give_models() {
+        let mut p = ExprPool::new();
+        let [a, t, n] = ["a", "t", "n"].map(|s| p.symbol(s, Sort::Bv(32), SymbolKind::Input));
+        let (at, na, tt) = (p.bin(BvOp::Mul, a, t), p.bin(BvOp::Mul, n, a), p.bin(BvOp::Mul, t, t));
+        assert!(has_nonlinear(&p, at));
+        let three = p.bv(32, 3);
+        let linear = p.bin(BvOp::Mul, a, three);
+        assert!(!has_nonlinear(&p, linear), "a multiplication by a constant is linear");
+        let same = p.eq(t, n);
+        let differ = p.cmp(IntPredicate::Ne, at, na);
+        let f = p.and([same, differ]);
+        let differ2 = p.cmp(IntPredicate::Ne, at, tt);
+        let g = p.and([same, differ2]);
+        let pool = std::sync::Arc::new(p);
+        let answer = |q: Query| race(pool.clone(), vec![q], Duration::from_secs(20), std::sync::Arc::new(|_, _, _: &mut ModelView| ())).pop().unwrap().answer.outcome;
+        assert!(matches!(answer(Query::nonlinear_as_functions("uf", f)), Outcome::Unsat));
+        assert!(matches!(answer(Query::nonlinear_as_functions("uf", g)), Outcome::Unknown(_)));
+        assert!(matches!(answer(Query::exact("exact", g)), Outcome::Sat(())));
     }
 
     #[test]
@@ -701,7 +799,7 @@ mod race_tests {
         let start = Instant::now();
         let res = race(
             pool.clone(),
-            vec![("join-hard".into(), hard), ("join-easy".into(), easy)],
+            vec![Query::exact("join-hard", hard), Query::exact("join-easy", easy)],
             Duration::from_secs(120),
             Arc::new(move |_, _, m: &mut ModelView| m.eval(x)),
         );
@@ -713,7 +811,7 @@ mod race_tests {
 
         // The deadline path: nobody wins, every worker is stopped and joined all the same.
         let start = Instant::now();
-        let res = race(pool.clone(), vec![("join-deadline".into(), hard)], Duration::from_millis(700), Arc::new(|_, _, _: &mut ModelView| ()));
+        let res = race(pool.clone(), vec![Query::exact("join-deadline", hard)], Duration::from_millis(700), Arc::new(|_, _, _: &mut ModelView| ()));
         assert!(res.iter().all(|r| !r.answer.outcome.is_definite()));
         assert!(start.elapsed() < Duration::from_secs(20), "deadline not kept: {:?}", start.elapsed());
         assert_eq!(live("join-deadline"), 0);
@@ -734,7 +832,7 @@ mod race_tests {
         let pool = Arc::new(p);
         let res = race(
             pool,
-            vec![("a".into(), easy), ("b".into(), hard_unknown)],
+            vec![Query::exact("a", easy), Query::exact("b", hard_unknown)],
             Duration::from_secs(5),
             Arc::new(move |_, _, m: &mut ModelView| m.eval(x)),
         );

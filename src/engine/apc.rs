@@ -136,8 +136,8 @@ impl ApcEngine {
             // Nonlinear terms (`a·κ` of an accumulator `s += a`, `n·(n+1)`) are where Z3's
             // bit-blasting gives up: an abstraction that leaves them uninterpreted proves many
             // such APCs unsatisfiable at once (it can only prove, never give a model).
-            if solve::has_nonlinear(p, base) {
-                queries.push(solve::Query::nonlinear_as_functions(SOLVE_NONLINEAR_UF, base));
+            if solve::has_nonlinear(p, apc.formula) {
+                queries.push(solve::Query::nonlinear_as_functions(SOLVE_NONLINEAR_UF, apc.formula));
             }
             let mut bounded = None;
             if has_quantifiers {
@@ -176,7 +176,17 @@ impl ApcEngine {
                 }));
             };
             info!(query = %last.name, k, "definite answer");
+            // Asked of the APC alone (no blocked models, no hints): its unsat is a proof.
+            let abstraction = last.name == SOLVE_NONLINEAR_UF;
             match last.answer.outcome {
+                Outcome::Unsat if abstraction && !apc.complete => {
+                    return Ok(Finding::Unknown("the APC of the enumerated backbones is unsatisfiable, but the backbone bound was hit".into()));
+                }
+                Outcome::Unsat if abstraction => {
+                    return Ok(Finding::Unreachable(
+                        "the abstract path condition is unsatisfiable (quantified APC, with its multiplications and divisions of two variables as uninterpreted functions)".into(),
+                    ));
+                }
                 Outcome::Unsat if !hints.is_empty() => {
                     // Only the preferred lengths are ruled out: ask again without them.
                     debug!("no model with the preferred buffer lengths; asking without them");
@@ -186,11 +196,7 @@ impl ApcEngine {
                 Outcome::Unsat if blocking.is_empty() && apc.complete => {
                     return Ok(Finding::Unreachable(format!(
                         "the abstract path condition is unsatisfiable ({})",
-                        match last.name.as_str() {
-                            "solve_apc" => "quantified APC".to_string(),
-                            SOLVE_NONLINEAR_UF => "quantified APC, with its multiplications and divisions of two variables as uninterpreted functions".to_string(),
-                            _ => format!("APC^K, K = {k}"),
-                        }
+                        if last.name == "solve_apc" { "quantified APC".to_string() } else { format!("APC^K, K = {k}") }
                     )));
                 }
                 Outcome::Unsat if blocking.is_empty() => {

@@ -137,10 +137,16 @@ const STAGE_DELAY_MAX: Duration = Duration::from_millis(300);
 /// symbolic engines keep about three quarters of a contended core (nice 10 starved the fuzzer:
 /// HWM took 19.6 s instead of 5.8 s; nice 3 without the autogroup fix slowed the APC).
 const SECONDARY_NICE: libc::c_int = 5;
-/// How long the APC's solvers run at full priority beside the DSE: most proofs and models of
-/// the APC come within it; after it, the DSE (which finds most witnesses behind loops over
-/// input data) gets the larger share.
-const APC_HEAD_START: Duration = Duration::from_millis(1000);
+/// How long the APC's solvers run at full priority beside the DSE: most proofs of the APC come
+/// within it (OneLoop's in 30 ms). After it, while the DSE runs, they run at
+/// [`APC_SHARE_NICE`]; once the DSE has ended, at full priority again.
+const APC_HEAD_START: Duration = Duration::from_millis(300);
+/// Nice value of the APC's solver workers beside the DSE: two or three of them (the quantified
+/// APC, APC^K, the uninterpreted abstraction) then weigh about as much as the DSE's one
+/// thread (weights 423 each against 1024), so on two cores each engine gets about one core. At
+/// full priority for a whole second, the three workers kept the DSE to half a core: on
+/// wp_windriver it took 2.2 s in the portfolio against 1.15 s alone.
+const APC_SHARE_NICE: libc::c_int = 4;
 
 /// Witnesses worth trying by other engines (APC models that did not replay seed the fuzzer).
 #[derive(Default)]
@@ -288,10 +294,10 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
                 match rx.recv_timeout(lower_apc_at.saturating_duration_since(Instant::now())) {
                     Ok(r) => r,
                     Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                        // The APC has had its head start: from now on the DSE gets most of a
-                        // contended core.
+                        // The APC has had its head start: from now on it shares the machine
+                        // with the DSE as one engine.
                         if !results.iter().any(|(k, _, _)| *k == EngineKind::Dse) {
-                            crate::solve::set_worker_nice(SECONDARY_NICE);
+                            crate::solve::set_worker_nice(APC_SHARE_NICE);
                         }
                         apc_lowered = true;
                         continue;
@@ -304,6 +310,10 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             };
             if r.0 == EngineKind::Apc {
                 primary_done.store(true, Ordering::Relaxed);
+            }
+            if r.0 == EngineKind::Dse && apc_lowered {
+                // The DSE has ended: the APC's solvers have the machine to themselves again.
+                crate::solve::set_worker_nice(0);
             }
             let definite = r.2.finding.is_definite();
             results.push(r);

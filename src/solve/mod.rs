@@ -264,13 +264,20 @@ fn stop_all(slots: &[SharedSlot]) {
 /// a use-after-free of Z3's global state that corrupts the heap. `JoinHandle::join` is
 /// `pthread_join`, which returns only after the thread's TLS destructors (the `Z3_del_context` of
 /// its thread-local context) have run.
-struct Workers {
+struct Workers<'c> {
     slots: Vec<SharedSlot>,
     handles: Vec<std::thread::JoinHandle<()>>,
+    /// Set once another engine has decided: then interrupted workers are waited for only
+    /// [`CANCEL_GRACE`], not [`JOIN_GRACE`] (that engine's answer must not wait for ours).
+    cancel: &'c std::sync::atomic::AtomicBool,
 }
 
 /// How long [`Workers`] waits for interrupted workers before leaving them behind.
 const JOIN_GRACE: Duration = Duration::from_secs(2);
+/// The same after a cancel: Z3 often takes 0.3-0.5 s to notice an interrupt in a bit-blasting
+/// query (measured on wp_windriver), and the portfolio's report waited that long after the
+/// DSE's witness. Workers left behind end the process through [`exit_now`].
+const CANCEL_GRACE: Duration = Duration::from_millis(20);
 
 /// Set when a worker did not leave Z3 within [`JOIN_GRACE`] of being interrupted (some Z3
 /// phases never look at the interrupt flag; one such query grew to 4.7 GB and kept a 10 s run
@@ -289,14 +296,15 @@ pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-impl Drop for Workers {
+impl Drop for Workers<'_> {
     fn drop(&mut self) {
         // A worker notices an interrupt only inside Z3; in between (translation, model reading)
         // it checks `stop` itself. Interrupt repeatedly until each has left Z3 for good, or the
         // grace period is over.
         let since = std::time::Instant::now();
         while self.handles.iter().any(|h| !h.is_finished()) {
-            if since.elapsed() > JOIN_GRACE {
+            let cancelled = self.cancel.load(std::sync::atomic::Ordering::Relaxed);
+            if since.elapsed() > JOIN_GRACE || (cancelled && since.elapsed() > CANCEL_GRACE) {
                 WORKERS_LEFT_RUNNING.store(true, std::sync::atomic::Ordering::SeqCst);
                 tracing::debug!("a solver thread ignores its interrupt; leaving it behind");
                 let (done, running): (Vec<_>, Vec<_>) = self.handles.drain(..).partition(|h| h.is_finished());
@@ -393,7 +401,7 @@ pub fn race_until<T: Send + 'static>(
 ) -> Vec<RaceEntry<T>> {
     use std::sync::{mpsc, Arc, Mutex};
     let (tx, rx) = mpsc::channel::<RaceEntry<T>>();
-    let mut workers = Workers { slots: vec![], handles: vec![] };
+    let mut workers = Workers { slots: vec![], handles: vec![], cancel };
     for Query { name, formula, nonlinear_as_functions } in queries {
         let slot = Arc::new(Mutex::new(Slot { state: WorkerState::Pending, stop: false }));
         workers.slots.push(slot.clone());
@@ -788,6 +796,26 @@ mod race_tests {
     /// process then exited, libz3's static destructors ran under them (heap corruption,
     /// `free(): corrupted unsorted chunks`). Every worker must be gone, thread-local Z3 context
     /// included, when `race` returns, and an interrupted loser must not delay it.
+    /// Another engine's answer (the cancel flag) ends a race at once: interrupted workers are
+    /// waited for only briefly, never for Z3's slow teardown.
+    #[test]
+    fn a_cancelled_race_returns_at_once() {
+        let mut p = ExprPool::new();
+        let (hard, _) = factoring(&mut p);
+        let pool = Arc::new(p);
+        let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = cancel.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            Instant::now()
+        });
+        let res = race_until(pool, vec![Query::exact("cancel-hard", hard)], Duration::from_secs(60), Arc::new(|_, _, _: &mut ModelView| ()), &cancel);
+        let cancelled_at = setter.join().unwrap();
+        assert!(res.iter().all(|r| !r.answer.outcome.is_definite()), "no answer to a factoring query in 200 ms");
+        assert!(cancelled_at.elapsed() < Duration::from_millis(500), "the race ran on {:?} after the cancel", cancelled_at.elapsed());
+    }
+
     #[test]
     fn race_returns_only_after_every_worker_is_gone() {
         let mut p = ExprPool::new();

@@ -49,6 +49,11 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     // solved.
     let native = Replayer::build_in_background(&loaded, config.keep_temps);
     let mut fuzz = config.engines.contains(&EngineKind::Fuzz).then(|| FuzzEngine::start(&loaded, config.keep_temps));
+    // The native evaluator of `--pure` functions, for the apc engine's mixed solving.
+    let mut pure = (!loaded.program.pure_functions.is_empty() && config.engines.contains(&EngineKind::Apc)).then(|| {
+        let (loaded, keep) = (loaded.clone(), config.keep_temps);
+        std::thread::spawn(move || crate::replay::pure::PureEvaluator::build(&loaded, keep))
+    });
 
     progress.enter("enumerating the paths to the target");
     let t1 = Instant::now();
@@ -131,6 +136,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
                         apc: Arc::new(apc),
                         pool,
                         has_quantifiers,
+                        pure: pure.take(),
                     }))
                 }
                 EngineKind::Dse => Some(Box::new(DseEngine {

@@ -53,6 +53,9 @@ pub struct Config {
     pub ub_is_error: bool,
     /// Targets analysed at once in the batch modes (`--cover`, `--all-calls`, `--targets`).
     pub jobs: usize,
+    /// `--pure NAME`: functions whose calls stay unknowns in the APC and are run natively on the
+    /// model's arguments (mixed concrete-symbolic solving, see [`crate::replay::pure`]).
+    pub pure_functions: Vec<String>,
 }
 
 impl Config {
@@ -79,6 +82,7 @@ impl Config {
             check_ub: false,
             ub_is_error: false,
             jobs: default_jobs(),
+            pure_functions: vec![],
         }
     }
 
@@ -90,6 +94,7 @@ impl Config {
             compile_commands: self.compile_commands.clone(),
             assumptions: self.assumptions.clone(),
             arg_sizes: self.arg_sizes.clone(),
+            pure_functions: self.pure_functions.clone(),
         }
     }
 }

@@ -85,6 +85,13 @@ struct Cli {
     /// stay unknown calls
     #[arg(long, value_name = "N", default_value_t = 3)]
     recursion_depth: u32,
+    /// A function to treat as pure (repeatable): the same integer arguments always give the same
+    /// integer result, and it writes no memory of the program. Its calls stay unknowns in the
+    /// APC; the function is run natively on each model's arguments and the results are added
+    /// to the APC (mixed concrete-symbolic solving). For hash functions and other code the
+    /// solver cannot invert, defined in the bitcode or in the C library
+    #[arg(long, value_name = "NAME")]
+    pure: Vec<String>,
     /// A condition on the function's parameters that inputs must satisfy (repeatable), in C:
     /// `--assume 'len <= 64'`, `--assume 'n > 0 && n < 1000'`, `--assume 'p != 0'`. The verdict
     /// is then about those inputs only (it is compiled into the program as a
@@ -191,6 +198,7 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         return Err(Error::bad_input(format!("--recursion-depth must be at most 16, got {}", cli.recursion_depth)));
     }
     config.recursion_depth = cli.recursion_depth;
+    config.pure_functions = cli.pure.clone();
     for a in &cli.assume {
         apc_llvm::load::assume::parse(a).map_err(|m| Error::bad_input(format!("--assume '{a}': {m}")))?;
     }

@@ -9,6 +9,7 @@ use crate::expr::{ExprId, ExprPool, Printer};
 use crate::ir::{IntPredicate, Program, Ty};
 use crate::report::WitnessReport;
 use crate::solve::{self, ModelView, Outcome};
+use crate::replay::pure::PureEvaluator;
 use crate::witness::{self, ParamInput, Witness};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,8 +29,13 @@ const SMALL_COUNT: u64 = 1 << 16;
 /// How long that query may take (at most a quarter of what is left).
 const SMALL_COUNT_QUERY: Duration = Duration::from_millis(500);
 
-/// What one model yields: the witness and the values of the path counters.
-type ModelData = (Witness, BTreeMap<String, u64>);
+/// What one model yields: the witness, the values of the path counters, and the arguments and
+/// result of each `--pure` call (`apc.inputs.pure_calls`, in order).
+type ModelData = (Witness, BTreeMap<String, u64>, Vec<(Vec<u64>, u64)>);
+
+/// Rounds of mixed concrete-symbolic solving (native results added, solved again) per model
+/// search.
+const MAX_PURE_ROUNDS: u32 = 64;
 
 /// The knobs of the search (from `Config`).
 #[derive(Clone, Copy, Debug)]
@@ -50,6 +56,8 @@ pub struct ApcEngine {
     pub pool: ExprPool,
     /// Whether the APC has quantifiers (then APC^K races the quantified APC).
     pub has_quantifiers: bool,
+    /// The native evaluator of the `--pure` functions, being built (mixed solving).
+    pub pure: Option<std::thread::JoinHandle<crate::error::Result<PureEvaluator>>>,
 }
 
 impl Engine for ApcEngine {
@@ -77,14 +85,29 @@ enum Replayed {
 
 impl ApcEngine {
     fn search(self, cx: &Context, out: &mut EngineResult) -> crate::error::Result<Finding> {
-        let ApcEngine { config, program, apc, pool, has_quantifiers } = self;
+        let ApcEngine { config, program, apc, pool, has_quantifiers, pure } = self;
+        // Mixed solving: facts f(a) = v learnt from native runs, part of every query (they hold
+        // of every run, given that the functions are pure).
+        let mut lemmas: Vec<ExprId> = vec![];
+        let mut pure_rounds = 0u32;
+        let mut pure = pure.map(|h| h.join().unwrap_or_else(|_| Err(crate::error::Error::internal("the evaluator build panicked"))));
+        if let Some(Err(e)) = &pure {
+            tracing::warn!("mixed solving is off: {e}");
+            out.stats.insert("pure_unavailable".into(), 1);
+        }
         let counters: Vec<ExprId> = apc.summaries.iter().flat_map(|(_, s)| s.counters.clone()).collect();
         let extract: solve::ModelExtractor<ModelData> = {
             let (apc, program, counters) = (apc.clone(), program.clone(), counters.clone());
             Arc::new(move |pool: &ExprPool, solved: ExprId, m: &mut ModelView| {
                 let w = witness::from_model(&program, &apc, pool, solved, m);
                 let c = counters.iter().filter_map(|&c| m.eval(c).map(|v| (Printer::new(pool).print(c), v))).collect();
-                (w, c)
+                let calls = apc
+                    .inputs
+                    .pure_calls
+                    .iter()
+                    .map(|call| (call.args.iter().map(|&a| m.eval(a).unwrap_or(0)).collect(), m.eval(call.result).unwrap_or(0)))
+                    .collect();
+                (w, c, calls)
             })
         };
         let mut pool = Arc::new(pool);
@@ -131,13 +154,14 @@ impl ApcEngine {
             }
             // The queries: the APC itself and, when it has quantifiers, its unfolding APC^K.
             let p = Arc::make_mut(&mut pool);
-            let base = p.and(std::iter::once(apc.formula).chain(blocking.iter().chain(hints.iter()).copied()));
+            let facts = p.and(std::iter::once(apc.formula).chain(lemmas.iter().copied()));
+            let base = p.and(std::iter::once(facts).chain(blocking.iter().chain(hints.iter()).copied()));
             let mut queries = vec![solve::Query::exact("solve_apc", base)];
             // Nonlinear terms (`a·κ` of an accumulator `s += a`, `n·(n+1)`) are where Z3's
             // bit-blasting gives up: an abstraction that leaves them uninterpreted proves many
             // such APCs unsatisfiable at once (it can only prove, never give a model).
-            if solve::has_nonlinear(p, apc.formula) {
-                queries.push(solve::Query::nonlinear_as_functions(SOLVE_NONLINEAR_UF, apc.formula));
+            if solve::has_nonlinear(p, facts) {
+                queries.push(solve::Query::nonlinear_as_functions(SOLVE_NONLINEAR_UF, facts));
             }
             let mut bounded = None;
             if has_quantifiers {
@@ -145,14 +169,14 @@ impl ApcEngine {
                 // Within the budget: the unfolding alone took 10 s on EQCNT.
                 let until = Some(cx.deadline);
                 if let Some(unfolded) = unfold_until(p, apc.formula, k, false, MAX_UNFOLD_NODES, until) {
-                    let unfolded = p.and(std::iter::once(unfolded).chain(blocking.iter().chain(hints.iter()).copied()));
+                    let unfolded = p.and(std::iter::once(unfolded).chain(lemmas.iter().chain(blocking.iter()).chain(hints.iter()).copied()));
                     // For witnesses only, never for verdicts: with every κ < K all instances of each
                     // ∀τ are present, and the interleaving constraints make the iterations fit
                     // together, so models of this query are far more likely to be real runs.
                     if let Some(consistent) = unfold_until(p, apc.formula, k, true, MAX_UNFOLD_NODES, until) {
                         let kk = p.bv(64, k as u64);
                         let bounds: Vec<ExprId> = counters.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
-                        bounded = Some(p.and([consistent].into_iter().chain(blocking.iter().chain(hints.iter()).copied()).chain(bounds)));
+                        bounded = Some(p.and([consistent].into_iter().chain(lemmas.iter().chain(blocking.iter()).chain(hints.iter()).copied()).chain(bounds)));
                     }
                     queries.push(solve::Query::exact("solve_apc_k", unfolded));
                 }
@@ -207,6 +231,30 @@ impl ApcEngine {
                 }
                 Outcome::Unknown(_) => unreachable!("filtered above"),
                 Outcome::Sat(first) => {
+                    // Mixed concrete-symbolic solving: the model's pure-call results checked
+                    // against native runs; a wrong one becomes a fact, and the solver goes again.
+                    if let (Some(Ok(ev)), true) = (&pure, pure_rounds < MAX_PURE_ROUNDS) {
+                        let tp = Instant::now();
+                        let learnt = learn_pure_results(Arc::make_mut(&mut pool), &program, &apc, ev, &first.2, cx);
+                        timing(out, "pure_eval", tp.elapsed().as_secs_f64());
+                        match learnt {
+                            Ok((new, fixed)) if !new.is_empty() => {
+                                pure_rounds += 1;
+                                out.stats.insert("pure_rounds".into(), pure_rounds as u64);
+                                lemmas.extend(new);
+                                // As the paper does: keep the arguments at the values just run
+                                // (a preference, dropped when it leaves no model), so that the
+                                // solver adjusts the rest of the inputs to the native results.
+                                hints.push(fixed);
+                                continue;
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::warn!("mixed solving stopped: {e}");
+                                pure = None;
+                            }
+                        }
+                    }
                     // A model whose loops run a billion times takes seconds to replay natively
                     // (and to reach the target, when it does): ask briefly for one of the
                     // bounded, consistent unfolding (every κ < K) first.
@@ -222,7 +270,7 @@ impl ApcEngine {
                                 refined |= r.answer.outcome.is_definite();
                                 if let Outcome::Sat(data) = r.answer.outcome {
                                     // The large model stays a seed for the fuzzer.
-                                    if let Some((w, _)) = first.replace(data) {
+                                    if let Some((w, _, _)) = first.replace(data) {
                                         cx.seeds.offer(&w);
                                     }
                                 }
@@ -235,7 +283,7 @@ impl ApcEngine {
                     // bounded, consistent query (found only now, as it costs a query of its own).
                     let mut tried = vec![];
                     let mut candidate = Some(first);
-                    while let Some((w, counter_values)) = candidate.take() {
+                    while let Some((w, counter_values, _)) = candidate.take() {
                         models += 1;
                         out.stats.insert("models_tried".into(), models as u64);
                         cx.seeds.offer(&w);
@@ -287,6 +335,61 @@ impl ApcEngine {
             }
         }
     }
+}
+
+/// Runs the `--pure` functions natively on the model's arguments (`values`, one entry per call
+/// in `apc.inputs.pure_calls`) and returns a fact for every call whose model result differs:
+/// for each call c of that function, (args(c) = a) → result(c) = f(a). Also the conjunction of
+/// those calls' arguments fixed at the model's values.
+fn learn_pure_results(
+    pool: &mut ExprPool,
+    program: &Program,
+    apc: &Apc,
+    ev: &PureEvaluator,
+    values: &[(Vec<u64>, u64)],
+    cx: &Context,
+) -> crate::error::Result<(Vec<ExprId>, ExprId)> {
+    let calls = &apc.inputs.pure_calls;
+    let index = |name: &str| program.pure_functions.iter().position(|s| s.name == name);
+    let requests: Vec<(usize, Vec<u64>)> = calls.iter().zip(values).filter_map(|(c, (a, _))| Some((index(&c.function)?, a.clone()))).collect();
+    let nothing = pool.bool(true);
+    if requests.len() != calls.len() {
+        return Ok((vec![], nothing));
+    }
+    let left = cx.left().saturating_sub(Duration::from_millis(250));
+    if left < Duration::from_millis(50) {
+        return Ok((vec![], nothing));
+    }
+    let wall = Duration::from_secs(2).min(left);
+    let native = ev.eval(&requests, crate::replay::Limits { wall, cpu_seconds: wall.as_secs() + 1, ..Default::default() })?;
+    let mut lemmas = vec![];
+    let mut fixed = vec![];
+    for (k, (call, (args, result))) in calls.iter().zip(values).enumerate() {
+        let bits = |pool: &ExprPool, e: ExprId| if pool.sort(e) == crate::expr::Sort::Bool { 1 } else { pool.width(e) };
+        let width = bits(pool, call.result);
+        let real = crate::expr::mask(width, native[k]);
+        if crate::expr::mask(width, *result) == real {
+            continue;
+        }
+        debug!(function = %call.function, ?args, model = result, native = real, "pure call result learnt");
+        for (&a, &v) in call.args.iter().zip(args) {
+            let c = if pool.sort(a) == crate::expr::Sort::Bool { pool.bool(v & 1 == 1) } else { let w = bits(pool, a); pool.bv(w, v) };
+            fixed.push(pool.eq(a, c));
+        }
+        for other in calls.iter().filter(|o| o.function == call.function) {
+            let mut same = vec![];
+            for (&a, &v) in other.args.iter().zip(args) {
+                let w = bits(pool, a);
+                let c = if pool.sort(a) == crate::expr::Sort::Bool { pool.bool(v & 1 == 1) } else { pool.bv(w, v) };
+                same.push(pool.eq(a, c));
+            }
+            let r = if pool.sort(other.result) == crate::expr::Sort::Bool { pool.bool(real & 1 == 1) } else { pool.bv(width, real) };
+            let then = pool.eq(other.result, r);
+            let cond = pool.and(same);
+            lemmas.push(pool.implies(cond, then));
+        }
+    }
+    Ok((lemmas, pool.and(fixed)))
 }
 
 /// Replays model number `models`; a miss is recorded as the engine's last attempt.

@@ -30,7 +30,7 @@ pub use dict::{constant_entries, render as render_dictionary, CmpConstant};
 pub use input::{InputLayout, ParamSlot, Shape};
 
 use crate::error::{Error, Result};
-use crate::load::{clang_path, Loaded};
+use crate::load::{clang_path, llvm_tool, Loaded};
 use crate::replay::driver::DriverSpec;
 use crate::replay::Limits;
 use crate::witness::Witness;
@@ -135,23 +135,6 @@ fn mkdir_open(path: &Path) -> Result<()> {
 fn first_error(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     text.lines().find(|l| l.contains("error")).or_else(|| text.lines().next()).unwrap_or("").to_string()
-}
-
-/// An LLVM tool of the same installation as clang (`llvm-objcopy` next to clang-19).
-fn llvm_tool(name: &str) -> PathBuf {
-    if let Some(dir) = std::fs::canonicalize(clang_path()).ok().and_then(|c| c.parent().map(Path::to_path_buf)) {
-        let p = dir.join(name);
-        if p.is_file() {
-            return p;
-        }
-    }
-    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
-        let p = dir.join(format!("{name}-19"));
-        if p.is_file() {
-            return p;
-        }
-    }
-    PathBuf::from(format!("/usr/lib/llvm-19/bin/{name}"))
 }
 
 /// libFuzzer's runtime archive. Linked by path rather than with `-fsanitize=fuzzer`, which

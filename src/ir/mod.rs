@@ -407,6 +407,28 @@ pub struct Program {
     pub globals: Vec<Global>,
     /// Human descriptions of the requested targets, indexed by target number.
     pub target_names: Vec<String>,
+    /// Functions whose calls are left to mixed concrete-symbolic solving (`--pure`).
+    pub pure_functions: Vec<PureSignature>,
+}
+
+/// A function the user declared pure (`--pure`): the same arguments always give the same
+/// result, and it writes no memory of the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PureSignature {
+    pub name: String,
+    pub params: Vec<PureParam>,
+    /// Width of the integer result.
+    pub ret: u32,
+    /// Whether the bitcode has its body (else it comes from the native link, e.g. libc).
+    pub defined: bool,
+}
+
+/// An integer parameter of a [`PureSignature`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PureParam {
+    pub width: u32,
+    /// Sign-extended by the caller (`signext`: `signed char`, `short`).
+    pub signed: bool,
 }
 
 impl Program {

@@ -26,6 +26,23 @@ pub fn clang_path() -> PathBuf {
     PathBuf::from("/usr/lib/llvm-19/bin/clang")
 }
 
+/// An LLVM tool of the same installation as clang (`llvm-objcopy` next to clang-19).
+pub fn llvm_tool(name: &str) -> PathBuf {
+    if let Some(dir) = std::fs::canonicalize(clang_path()).ok().and_then(|c| c.parent().map(Path::to_path_buf)) {
+        let p = dir.join(name);
+        if p.is_file() {
+            return p;
+        }
+    }
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        let p = dir.join(format!("{name}-19"));
+        if p.is_file() {
+            return p;
+        }
+    }
+    PathBuf::from(format!("/usr/lib/llvm-19/bin/{name}"))
+}
+
 /// Compiles a C file to bitcode in `out_dir` and returns the bitcode's path.
 pub fn compile_c(source: &Path, out_dir: &Path) -> Result<PathBuf> {
     compile_c_with(source, out_dir, "", &[], None)

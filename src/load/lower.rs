@@ -486,5 +486,5 @@ pub fn lower(m: LLVMModuleRef, f: llvm::Value, target_names: Vec<String>) -> Res
         in_cycle: vec![],
     };
     function.compute_cycles();
-    Ok(Program { function, globals: lw.globals, target_names })
+    Ok(Program { function, globals: lw.globals, target_names, pure_functions: vec![] })
 }

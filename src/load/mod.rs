@@ -15,7 +15,7 @@ pub mod recursion;
 pub mod target;
 pub mod assume;
 
-pub use input::{clang_path, CLANG_ANALYSIS_FLAGS};
+pub use input::{clang_path, llvm_tool, CLANG_ANALYSIS_FLAGS};
 pub use target::{TargetSpec, TARGET_MARKER};
 
 use crate::error::{list_names, Error, Result};
@@ -56,6 +56,41 @@ pub const STATIC_PREFIX: &str = "__apc_static_";
 const ENV_MODELS: &str = include_str!("env_models.c");
 /// Functions `env_models.c` defines.
 pub const MODELLED_FUNCTIONS: &[&str] = &["strcmp", "strncmp", "memcmp", "strlen"];
+
+/// The signatures of the `--pure` functions: integer parameters and result only (what the
+/// native evaluation can pass and read back).
+fn pure_signatures(module: &inkwell::module::Module<'_>, names: &[String]) -> Result<Vec<crate::ir::PureSignature>> {
+    use inkwell::attributes::{Attribute, AttributeLoc};
+    use inkwell::types::BasicMetadataTypeEnum;
+    let width = |t: &BasicMetadataTypeEnum| match t {
+        BasicMetadataTypeEnum::IntType(i) => Some(i.get_bit_width()),
+        _ => None,
+    };
+    let mut out = vec![];
+    for name in names {
+        let Some(f) = module.get_function(name) else {
+            return Err(Error::bad_input(format!("--pure {name}: the program neither defines nor declares `{name}`")));
+        };
+        let ty = f.get_type();
+        let ret = match ty.get_return_type() {
+            Some(inkwell::types::BasicTypeEnum::IntType(i)) => i.get_bit_width(),
+            _ => return Err(Error::bad_input(format!("--pure {name}: only functions returning an integer can be evaluated natively"))),
+        };
+        let mut params = vec![];
+        for (k, p) in ty.get_param_types().iter().enumerate() {
+            let Some(w) = width(p).filter(|w| matches!(w, 1 | 8 | 16 | 32 | 64)) else {
+                return Err(Error::bad_input(format!("--pure {name}: parameter {} is not an integer; only integer parameters can be passed natively", k + 1)));
+            };
+            let signext = f.get_enum_attribute(AttributeLoc::Param(k as u32), Attribute::get_named_enum_kind_id("signext")).is_some();
+            params.push(crate::ir::PureParam { width: w, signed: signext });
+        }
+        if ty.is_var_arg() || !matches!(ret, 1 | 8 | 16 | 32 | 64) {
+            return Err(Error::bad_input(format!("--pure {name}: variadic functions and results wider than 64 bits are not supported")));
+        }
+        out.push(crate::ir::PureSignature { name: name.clone(), params, ret, defined: f.count_basic_blocks() > 0 });
+    }
+    Ok(out)
+}
 
 /// Links models of the library functions the program declares (and does not define) into the
 /// analysed module, so that their loops are summarised like the program's own.
@@ -99,11 +134,21 @@ pub struct LoadOptions {
     pub assumptions: Vec<String>,
     /// `--arg-size NAME=BYTES`: the size of the buffer behind a pointer parameter.
     pub arg_sizes: Vec<(String, u64)>,
+    /// `--pure NAME`: functions kept as calls (never inlined) whose calls the analysis leaves
+    /// to mixed concrete-symbolic solving.
+    pub pure_functions: Vec<String>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { recursion_depth: recursion::DEFAULT_DEPTH, extra_inputs: vec![], compile_commands: None, assumptions: vec![], arg_sizes: vec![] }
+        LoadOptions {
+            recursion_depth: recursion::DEFAULT_DEPTH,
+            extra_inputs: vec![],
+            compile_commands: None,
+            assumptions: vec![],
+            arg_sizes: vec![],
+            pure_functions: vec![],
+        }
     }
 }
 
@@ -309,11 +354,14 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     if let TargetSpec::Call(callee) = spec {
         keep.push(callee.as_str());
     }
+    let pure_signatures = pure_signatures(&module, &options.pure_functions)?;
+    keep.extend(options.pure_functions.iter().map(String::as_str));
     normalize::normalize(&ctx, &module, &keep)?;
     info!("normalised with '{}'", normalize::PIPELINE);
 
     let f = module.get_function(function).expect("checked above").as_value_ref();
     let mut program = lower::lower(m, f, target_blocks.clone())?;
+    program.pure_functions = pure_signatures;
     for (p, (c, pointee)) in program.function.params.iter_mut().zip(c_types) {
         p.c_type = c;
         p.pointee_bytes = pointee;

@@ -4,6 +4,7 @@
 
 pub mod driver;
 pub mod sandbox;
+pub mod pure;
 pub mod stubs;
 pub mod ub;
 

@@ -43,6 +43,30 @@ const PURE_EXTERNALS: &[&str] = &[
 const OUTPUT_ONLY: &[(&str, usize)] = &[("printf", 1), ("fprintf", 2), ("dprintf", 2)];
 
 impl Executor<'_> {
+    /// A call of a `--pure` function: a fresh unknown for its result, recorded with its
+    /// arguments for mixed concrete-symbolic solving ([`super::PureCall`]). No memory changes.
+    /// Inside a loop iteration the same symbol would stand for every iteration's result, so
+    /// there the result is ⋆.
+    fn pure_call(&mut self, sig: &crate::ir::PureSignature, args: &[SymVal], ty: &Ty) -> SymVal {
+        let name = sig.name.clone();
+        if self.inputs.iteration_depth > 0 {
+            return self.star_because(ty, || format!("the result of pure `{name}` inside a loop (mixed solving covers calls outside loops)"));
+        }
+        let mut values = vec![];
+        for a in args {
+            match a {
+                SymVal::Int(e) => values.push(*e),
+                _ => return self.star_because(ty, || format!("the result of pure `{name}` with an argument the analysis does not know")),
+            }
+        }
+        let Ty::Int(w) = ty else { return self.star_of(ty) };
+        let k = self.inputs.pure_calls.len();
+        let sort = if *w == 1 { Sort::Bool } else { Sort::Bv(*w) };
+        let result = self.pool.symbol(&format!("{name}()#{k}"), sort, crate::expr::SymbolKind::Aux);
+        self.inputs.pure_calls.push(super::PureCall { function: name, args: values, result });
+        SymVal::Int(result)
+    }
+
     pub(super) fn call(
         &mut self,
         st: &mut State,
@@ -65,6 +89,9 @@ impl Executor<'_> {
         };
         if name.starts_with("__VERIFIER_nondet_") {
             return self.nondet(st, ty);
+        }
+        if let Some(sig) = self.program.pure_functions.iter().find(|s| s.name == name) {
+            return self.pure_call(sig, args, ty);
         }
         // setjmp returns a second time after a longjmp, with memory as the longjmp left it.
         if matches!(name, "setjmp" | "_setjmp" | "sigsetjmp" | "__sigsetjmp") {

@@ -87,6 +87,17 @@ pub struct Inputs {
     param_objects: HashMap<String, ObjectId>,
     global_objects: HashMap<GlobalId, ObjectId>,
     site_objects: HashMap<ValueId, ObjectId>,
+    /// Calls of `--pure` functions executed so far, outside loops.
+    pub pure_calls: Vec<PureCall>,
+}
+
+/// One executed call of a `--pure` function: its result is the unknown `result`, tied to the
+/// function's native value on the arguments by mixed concrete-symbolic solving.
+#[derive(Clone, Debug)]
+pub struct PureCall {
+    pub function: String,
+    pub args: Vec<ExprId>,
+    pub result: ExprId,
 }
 
 impl Inputs {

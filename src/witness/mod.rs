@@ -226,7 +226,7 @@ mod tests {
             value_names: vec![],
             in_cycle: vec![],
         };
-        Program { function, globals: vec![], target_names: vec![] }
+        Program { function, globals: vec![], target_names: vec![], pure_functions: vec![] }
     }
 
     #[test]

@@ -57,39 +57,60 @@ const ENV_MODELS: &str = include_str!("env_models.c");
 /// Functions `env_models.c` defines.
 pub const MODELLED_FUNCTIONS: &[&str] = &["strcmp", "strncmp", "memcmp", "strlen"];
 
-/// The signatures of the `--pure` functions: integer parameters and result only (what the
-/// native evaluation can pass and read back).
+/// C library functions of integers that are pure and that the executor has no exact model of:
+/// when the program declares them, their calls get mixed concrete-symbolic solving as if named
+/// by `--pure` (their results were ⋆ before).
+pub const BUILTIN_PURE: &[&str] = &[
+    "toupper", "tolower", "isalpha", "isdigit", "isalnum", "isspace", "isupper", "islower", "isprint", "ispunct",
+    "isxdigit", "iscntrl", "isgraph", "htonl", "htons", "ntohl", "ntohs", "ffs", "ffsl", "ffsll",
+];
+
+/// The signatures of the `--pure` functions (an error when one is missing or not a function of
+/// integers), and of the [`BUILTIN_PURE`] functions the module declares without a body.
 fn pure_signatures(module: &inkwell::module::Module<'_>, names: &[String]) -> Result<Vec<crate::ir::PureSignature>> {
-    use inkwell::attributes::{Attribute, AttributeLoc};
-    use inkwell::types::BasicMetadataTypeEnum;
-    let width = |t: &BasicMetadataTypeEnum| match t {
-        BasicMetadataTypeEnum::IntType(i) => Some(i.get_bit_width()),
-        _ => None,
-    };
     let mut out = vec![];
     for name in names {
         let Some(f) = module.get_function(name) else {
             return Err(Error::bad_input(format!("--pure {name}: the program neither defines nor declares `{name}`")));
         };
-        let ty = f.get_type();
-        let ret = match ty.get_return_type() {
-            Some(inkwell::types::BasicTypeEnum::IntType(i)) => i.get_bit_width(),
-            _ => return Err(Error::bad_input(format!("--pure {name}: only functions returning an integer can be evaluated natively"))),
-        };
-        let mut params = vec![];
-        for (k, p) in ty.get_param_types().iter().enumerate() {
-            let Some(w) = width(p).filter(|w| matches!(w, 1 | 8 | 16 | 32 | 64)) else {
-                return Err(Error::bad_input(format!("--pure {name}: parameter {} is not an integer; only integer parameters can be passed natively", k + 1)));
-            };
-            let signext = f.get_enum_attribute(AttributeLoc::Param(k as u32), Attribute::get_named_enum_kind_id("signext")).is_some();
-            params.push(crate::ir::PureParam { width: w, signed: signext });
+        out.push(pure_signature(f).map_err(|why| Error::bad_input(format!("--pure {name}: {why}")))?);
+    }
+    for name in BUILTIN_PURE {
+        if names.iter().any(|n| n == name) {
+            continue;
         }
-        if ty.is_var_arg() || !matches!(ret, 1 | 8 | 16 | 32 | 64) {
-            return Err(Error::bad_input(format!("--pure {name}: variadic functions and results wider than 64 bits are not supported")));
+        if let Some(f) = module.get_function(name).filter(|f| f.count_basic_blocks() == 0) {
+            if let Ok(sig) = pure_signature(f) {
+                out.push(sig);
+            }
         }
-        out.push(crate::ir::PureSignature { name: name.clone(), params, ret, defined: f.count_basic_blocks() > 0 });
     }
     Ok(out)
+}
+
+/// The signature of `f` when it takes and returns integers of 1 to 64 bits.
+fn pure_signature(f: inkwell::values::FunctionValue<'_>) -> std::result::Result<crate::ir::PureSignature, String> {
+    use inkwell::attributes::{Attribute, AttributeLoc};
+    use inkwell::types::BasicMetadataTypeEnum;
+    let ty = f.get_type();
+    let ret = match ty.get_return_type() {
+        Some(inkwell::types::BasicTypeEnum::IntType(i)) => i.get_bit_width(),
+        _ => return Err("only functions returning an integer can be evaluated natively".into()),
+    };
+    let mut params = vec![];
+    for (k, p) in ty.get_param_types().iter().enumerate() {
+        let w = match p {
+            BasicMetadataTypeEnum::IntType(i) if matches!(i.get_bit_width(), 1 | 8 | 16 | 32 | 64) => i.get_bit_width(),
+            _ => return Err(format!("parameter {} is not an integer; only integer parameters can be passed natively", k + 1)),
+        };
+        let signext = f.get_enum_attribute(AttributeLoc::Param(k as u32), Attribute::get_named_enum_kind_id("signext")).is_some();
+        params.push(crate::ir::PureParam { width: w, signed: signext });
+    }
+    if ty.is_var_arg() || !matches!(ret, 1 | 8 | 16 | 32 | 64) {
+        return Err("variadic functions and results wider than 64 bits are not supported".into());
+    }
+    let name = f.get_name().to_string_lossy().into_owned();
+    Ok(crate::ir::PureSignature { name, params, ret, defined: f.count_basic_blocks() > 0 })
 }
 
 /// Links models of the library functions the program declares (and does not define) into the

@@ -27,8 +27,9 @@ pub struct FuzzEngine {
 }
 
 impl FuzzEngine {
-    /// Starts building the fuzzing executable for `loaded`.
-    pub fn start(loaded: &crate::load::Loaded, keep_temps: bool) -> FuzzEngine {
+    /// Starts building the fuzzing executable for `loaded`; `alone`: no other engine runs (then
+    /// at full priority).
+    pub fn start(loaded: &crate::load::Loaded, keep_temps: bool, alone: bool) -> FuzzEngine {
         let constants = comparison_constants(&loaded.program);
         let dictionary = dictionary(&loaded.program, &constants);
         let fills = fill_values(&constants);
@@ -37,7 +38,9 @@ impl FuzzEngine {
             // In the background of building the APC and of the symbolic engines' first
             // seconds: at the lowest useful priority (clang, the child processes, inherit it).
             // At nice 5 its compile slowed building the APC of wp_sevens from 0.3 s to 1.7 s.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, FUZZ_BUILD_NICE) };
+            if !alone {
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, FUZZ_BUILD_NICE) };
+            }
             Fuzzer::build(&loaded, keep_temps)
         });
         FuzzEngine { build, dictionary, fills }

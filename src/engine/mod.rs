@@ -263,6 +263,8 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
     let primary_done = AtomicBool::new(!has_primary);
     let stage_at = Instant::now() + cx.left().mul_f64(STAGE_SHARE).min(STAGE_DELAY_MAX);
     let kinds: Vec<EngineKind> = engines.iter().map(|e| e.kind()).collect();
+    // Alone, the fuzzer needs no lower priority (nor a wait for the others).
+    let fuzz_shares = kinds.len() > 1;
     std::thread::scope(|scope| {
         let total = engines.len();
         for engine in engines {
@@ -271,7 +273,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             let primary_done = &primary_done;
             let spawned = std::thread::Builder::new().name(format!("engine-{}", kind.name())).spawn_scoped(scope, move || {
                 let start = Instant::now();
-                if kind == EngineKind::Fuzz {
+                if kind == EngineKind::Fuzz && fuzz_shares {
                     while Instant::now() < stage_at && !primary_done.load(Ordering::Relaxed) && !cx.cancelled() {
                         std::thread::sleep(Duration::from_millis(5));
                     }

@@ -181,22 +181,11 @@ impl Replayer {
     /// [`Replayer::run_with`], with the program's standard error written to `stderr`.
     pub fn run_observed(&self, w: &Witness, limits: Limits, stderr: Option<&std::fs::File>) -> Result<RunOutcome> {
         let n = self.runs.fetch_add(1, Ordering::Relaxed);
-        let work = self.dir.path().join(format!("run{n}"));
-        let jail = work.join("jail");
-        // `jail/work` is where the run's tmpfs is mounted; the rest is read-only to the run.
-        std::fs::create_dir_all(jail.join("work")).map_err(|e| Error::internal(format!("creating {}: {e}", jail.display())))?;
-        let exe = jail.join("prog");
-        if std::fs::hard_link(&self.exe, &exe).is_err() {
-            std::fs::copy(&self.exe, &exe).map_err(|e| Error::internal(format!("copying the replay program: {e}")))?;
-        }
+        let (work, jail) = jail_for(self.dir.path(), n, &self.exe, "prog")?;
         let witness = work.join("witness");
         let token = random_token();
         write(&witness, &driver::encode(&self.spec(), &self.fitted(w), token))?;
         let input = std::fs::File::open(&witness).map_err(|e| Error::internal(format!("opening {}: {e}", witness.display())))?;
-        // Nobody else may write the directory (the executable cannot be swapped); the run sees it
-        // read-only and writes to its own tmpfs.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&jail, std::fs::Permissions::from_mode(0o755)).map_err(|e| Error::internal(format!("chmod {}: {e}", jail.display())))?;
         let out = sandbox::run_with_stderr(&jail, limits, Some(&input), Some(token), stderr).map_err(|e| Error::internal(format!("replay: {e}")));
         if !self.keep_temps {
             let _ = std::fs::remove_dir_all(&work);
@@ -211,6 +200,22 @@ impl Drop for Replayer {
     fn drop(&mut self) {
         crate::cleanup::forget(self.dir.path());
     }
+}
+
+/// The directory of run `n` under `dir` (returned first, for the run's own files) and its jail
+/// (second): `exe` linked in as `name`, an empty `work` where the run's tmpfs is mounted.
+/// Nobody else may write the jail (the executable cannot be swapped); the run sees it read-only.
+pub(crate) fn jail_for(dir: &Path, n: u32, exe: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
+    let work = dir.join(format!("run{n}"));
+    let jail = work.join("jail");
+    std::fs::create_dir_all(jail.join("work")).map_err(|e| Error::internal(format!("creating {}: {e}", jail.display())))?;
+    let target = jail.join(name);
+    if std::fs::hard_link(exe, &target).is_err() {
+        std::fs::copy(exe, &target).map_err(|e| Error::internal(format!("copying {}: {e}", exe.display())))?;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&jail, std::fs::Permissions::from_mode(0o755)).map_err(|e| Error::internal(format!("chmod {}: {e}", jail.display())))?;
+    Ok((work, jail))
 }
 
 /// A fresh random 64-bit token (the kernel's random source; never 0).

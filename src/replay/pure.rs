@@ -134,15 +134,7 @@ impl PureEvaluator {
             args.extend(a.iter().map(u64::to_string));
         }
         let n = self.runs.fetch_add(1, Ordering::Relaxed);
-        let work = self.dir.path().join(format!("run{n}"));
-        let jail = work.join("jail");
-        std::fs::create_dir_all(jail.join("work")).map_err(|e| Error::internal(format!("creating {}: {e}", jail.display())))?;
-        let exe = jail.join("eval");
-        if std::fs::hard_link(&self.exe, &exe).is_err() {
-            std::fs::copy(&self.exe, &exe).map_err(|e| Error::internal(format!("copying the evaluator: {e}")))?;
-        }
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&jail, std::fs::Permissions::from_mode(0o755)).map_err(|e| Error::internal(format!("chmod {}: {e}", jail.display())))?;
+        let (work, jail) = super::jail_for(self.dir.path(), n, &self.exe, "eval")?;
         let job = Job { args: &args, ..Job::new(&jail, "eval", limits) };
         let exit = sandbox::execute(&job).map_err(|e| Error::internal(format!("running the evaluator: {e}")));
         if !self.keep_temps {

@@ -1,6 +1,7 @@
-//! Mixed concrete-symbolic solving (`--pure`, issue 13): calls of pure functions stay unknowns
-//! in the APC, the functions run natively on each model's arguments, and the results go back
-//! into the APC. Every `reachable` here is a native replay.
+//! External calls (issue 13): the C library's functions the executor models exactly (`abs`,
+//! `strcmp`, `malloc`, `memcpy`), and mixed concrete-symbolic solving (`--pure`): calls of pure
+//! functions stay unknowns in the APC, the functions run natively on each model's arguments, and
+//! the results go back into the APC. Every `reachable` here is a native replay.
 
 mod common;
 use common::*;
@@ -67,4 +68,46 @@ fn declared_libc_functions_of_integers_get_mixed_solving_by_default() {
     let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--engine", "apc", "--timeout", "20"]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");
     assert_eq!(r["witness"]["inputs"][1]["value"].as_u64(), Some('Q' as u64), "{r:#}");
+}
+
+fn reach(name: &str, src: &str) -> serde_json::Value {
+    let p = c_program(name, src);
+    json_report(&p.path, &["--function", "f", "--call", "reach_error", "--engine", "apc", "--timeout", "20"])
+}
+
+#[test]
+fn library_calls_with_exact_models_are_reached() {
+    let cases = [
+        ("abs", "#include <stdlib.h>\nextern void reach_error(void);\nvoid f(int x) { if (x < 0 && x > -1000 && abs(x) == 77) reach_error(); }\n"),
+        ("strcmp", "#include <string.h>\nextern void reach_error(void);\nvoid f(const char *buf) { if (strcmp(buf, \"magic\") == 0) reach_error(); }\n"),
+        (
+            "malloc",
+            "#include <stdlib.h>\nextern void reach_error(void);\nvoid f(int n, int k) { if (n < 1 || n > 50) return;\n\
+             int *a = malloc(n * sizeof(int)); if (!a) return;\n\
+             for (int i = 0; i < n; i++) a[i] = i * 3;\n\
+             if (k >= 0 && k < n && a[k] == 42) reach_error(); free(a); }\n",
+        ),
+        (
+            "memcpy",
+            "#include <string.h>\nextern void reach_error(void);\nvoid f(const char *in) { char local[8]; memcpy(local, in, 8);\n\
+             if (local[3] == 'Z' && local[5] == 'q') reach_error(); }\n",
+        ),
+    ];
+    for (name, src) in cases {
+        let r = reach(name, src);
+        assert_eq!(r["verdict"], "reachable", "{name}: {r:#}");
+        assert_eq!(r["witness"]["reached"], true, "{name}: {r:#}");
+    }
+    // The twins: abs(x) of a negative x above -1000 is never 1000; the malloc'ed elements are
+    // multiples of 3.
+    let r = reach("abs_no", "#include <stdlib.h>\nextern void reach_error(void);\nvoid f(int x) { if (x < 0 && x > -1000 && abs(x) == 1000) reach_error(); }\n");
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    let r = reach(
+        "malloc_no",
+        "#include <stdlib.h>\nextern void reach_error(void);\nvoid f(int n, int k) { if (n < 1 || n > 50) return;\n\
+         int *a = malloc(n * sizeof(int)); if (!a) return;\n\
+         for (int i = 0; i < n; i++) a[i] = i * 3;\n\
+         if (k >= 0 && k < n && a[k] == 43) reach_error(); free(a); }\n",
+    );
+    assert_ne!(r["verdict"], "reachable", "{r:#}");
 }

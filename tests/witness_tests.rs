@@ -46,6 +46,23 @@ fn running_example_test_builds_and_passes() {
     assert!(String::from_utf8_lossy(&make.stdout).contains("PASS"));
 }
 
+/// Every engine's witness becomes a test that passes. The fuzzer's witness for the running
+/// example is a 313-byte buffer with n = 65536: the function reads past the buffer, which in the
+/// replay driver's arena are zeros. The emitted test used to give each buffer its own static
+/// array, so those reads hit other data and the test crashed (signal 11); it now lays the
+/// buffers out in the same arena.
+#[test]
+fn every_engines_witness_of_the_running_example_becomes_a_passing_test() {
+    for engine in ["apc", "dse", "fuzz"] {
+        let d = tempfile::tempdir().unwrap();
+        let p = c_program("foo", include_str!("../c-benchmarks/running_example.c"));
+        let r = json_report(&p.path, &["--function", "foo", "--call", "reach_error", "--engine", engine, "--timeout", "30", "--emit-tests", d.path().to_str().unwrap()]);
+        assert_eq!(r["verdict"], "reachable", "{engine}: {r:#}");
+        let (c, bc) = emitted_test(&r);
+        assert_eq!(build_and_run(&c, &bc), 0, "{engine}: the emitted test must pass: {}", std::fs::read_to_string(&c).unwrap_or_default());
+    }
+}
+
 #[test]
 fn wrap_around_test_passes_and_fails_when_its_input_changes() {
     let d = tempfile::tempdir().unwrap();

@@ -220,23 +220,38 @@ fn c_bytes(bytes: &[u8]) -> String {
     s
 }
 
-/// Declares a static buffer with `bytes`, then stores the address of each pointee buffer
-/// into its slot; returns the buffer's name.
-fn buffer_c(bytes: &[u8], pointees: &[Pointee], buf_index: &mut usize, decls: &mut String) -> String {
-    let k = *buf_index;
-    *buf_index += 1;
-    let _ = writeln!(decls, "  static unsigned char apc_buf{k}[{}] = {{\n    {}\n  }};", bytes.len().max(1), c_bytes(bytes));
-    for p in pointees {
-        let child = buffer_c(&p.bytes, &p.pointees, buf_index, decls);
-        let _ = writeln!(decls, "  *(void **)(apc_buf{k} + {}) = {child};", p.offset);
+/// Where the standalone test puts its buffers: in a zero-filled arena of the replay driver's
+/// size, one after another in the order [`encode`] gives them (parents before their pointees),
+/// each at a 16-byte boundary, exactly as the replay driver lays them out. A witness that reads
+/// past a buffer's bytes (a fuzzed `n` larger than the buffer) reads the same zeros in the test
+/// as in the replay; with buffers of their own size the test read other data, or crashed.
+#[derive(Default)]
+struct Arena {
+    buffers: usize,
+    used: usize,
+}
+
+/// Copies `bytes` into the arena at startup, then stores the address of each pointee buffer
+/// into its slot; returns the buffer's address expression.
+fn buffer_c(bytes: &[u8], pointees: &[Pointee], arena: &mut Arena, decls: &mut String) -> String {
+    let (k, at) = (arena.buffers, arena.used);
+    arena.buffers += 1;
+    arena.used += if bytes.is_empty() { 16 } else { (bytes.len() + 15) & !15 };
+    if !bytes.is_empty() {
+        let _ = writeln!(decls, "  static const unsigned char apc_init{k}[{}] = {{\n    {}\n  }};", bytes.len(), c_bytes(bytes));
+        let _ = writeln!(decls, "  for (unsigned long i = 0; i < {}; i++) apc_arena[{at} + i] = apc_init{k}[i];", bytes.len());
     }
-    format!("apc_buf{k}")
+    for p in pointees {
+        let child = buffer_c(&p.bytes, &p.pointees, arena, decls);
+        let _ = writeln!(decls, "  *(void **)(apc_arena + {at} + {}) = {child};", p.offset);
+    }
+    format!("(apc_arena + {at})")
 }
 
 /// The value expression of one parameter in the standalone test.
-fn param_c(p: &crate::ir::Param, input: Option<&ParamInput>, buf_index: &mut usize, decls: &mut String) -> String {
+fn param_c(p: &crate::ir::Param, input: Option<&ParamInput>, arena: &mut Arena, decls: &mut String) -> String {
     match (Passing::of(p), input) {
-        (Passing::Pointer, Some(ParamInput::Buffer { bytes, pointees, .. })) => buffer_c(bytes, pointees, buf_index, decls),
+        (Passing::Pointer, Some(ParamInput::Buffer { bytes, pointees, .. })) => buffer_c(bytes, pointees, arena, decls),
         (Passing::Pointer, _) => "(void *)0".into(),
         (Passing::U32, Some(ParamInput::Int { value, .. })) => format!("{}u", passed_int(p, *value)),
         (Passing::U64, Some(ParamInput::Int { value, .. })) => format!("{}ull", passed_int(p, *value)),
@@ -267,14 +282,17 @@ pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
     );
     // The call.
     let mut decls = String::new();
-    let mut buf_index = 0;
+    let mut arena = Arena::default();
     let args: Vec<String> = if spec.is_main_with_args() {
         let argc = argc_of(w);
         decls.push_str(&argv_c(&argc.to_string()));
         vec![argc.to_string(), "apc_argv".into()]
     } else {
-        f.params.iter().enumerate().map(|(k, p)| param_c(p, w.params.get(k), &mut buf_index, &mut decls)).collect()
+        f.params.iter().enumerate().map(|(k, p)| param_c(p, w.params.get(k), &mut arena, &mut decls)).collect()
     };
+    if arena.buffers > 0 {
+        let _ = writeln!(out, "static unsigned char apc_arena[{REPLAY_INPUT_MAX}ul] __attribute__((aligned(16)));");
+    }
     out.push_str("int main(void) {\n  atexit(apc_not_reached);\n");
     out.push_str(&decls);
     let _ = writeln!(out, "  apc_function_under_test({});", args.join(", "));

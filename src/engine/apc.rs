@@ -91,7 +91,17 @@ impl ApcEngine {
         // of every run, given that the functions are pure).
         let mut lemmas: Vec<ExprId> = vec![];
         let mut pure_rounds = 0u32;
-        let mut pure = pure.map(|h| h.join().unwrap_or_else(|_| Err(crate::error::Error::internal("the evaluator build panicked"))));
+        let mut pure = pure.map(|h| {
+            // The build (llvm-extract, clang) started at load time; not waited for past the
+            // budget or a cancel (the thread is then left to finish on its own).
+            while !h.is_finished() {
+                if cx.cancelled() || cx.left() < Duration::from_millis(300) {
+                    return Err(crate::error::Error::internal("the evaluator was not built within the time budget"));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            h.join().unwrap_or_else(|_| Err(crate::error::Error::internal("the evaluator build panicked")))
+        });
         if let Some(Err(e)) = &pure {
             tracing::warn!("mixed solving is off: {e}");
             out.stats.insert("pure_unavailable".into(), 1);
@@ -204,27 +214,23 @@ impl ApcEngine {
             // Asked of the APC alone (no blocked models, no hints): its unsat is a proof.
             let abstraction = last.name == SOLVE_NONLINEAR_UF;
             match last.answer.outcome {
-                Outcome::Unsat if abstraction && !apc.complete => {
-                    return Ok(Finding::Unknown("the APC of the enumerated backbones is unsatisfiable, but the backbone bound was hit".into()));
-                }
-                Outcome::Unsat if abstraction => {
-                    return Ok(Finding::Unreachable(
-                        "the abstract path condition is unsatisfiable (quantified APC, with its multiplications and divisions of two variables as uninterpreted functions)".into(),
-                    ));
-                }
-                Outcome::Unsat if !hints.is_empty() => {
+                Outcome::Unsat if !hints.is_empty() && !abstraction => {
                     // Only the preferred lengths are ruled out: ask again without them.
                     debug!("no model with the preferred buffer lengths; asking without them");
                     hints.clear();
                     continue;
                 }
-                Outcome::Unsat if blocking.is_empty() && apc.complete => {
+                Outcome::Unsat if (blocking.is_empty() || abstraction) && apc.complete => {
                     return Ok(Finding::Unreachable(format!(
                         "the abstract path condition is unsatisfiable ({})",
-                        if last.name == "solve_apc" { "quantified APC".to_string() } else { format!("APC^K, K = {k}") }
+                        match last.name.as_str() {
+                            "solve_apc" => "quantified APC".to_string(),
+                            SOLVE_NONLINEAR_UF => "quantified APC, with its multiplications and divisions of two variables as uninterpreted functions".to_string(),
+                            _ => format!("APC^K, K = {k}"),
+                        }
                     )));
                 }
-                Outcome::Unsat if blocking.is_empty() => {
+                Outcome::Unsat if blocking.is_empty() || abstraction => {
                     return Ok(Finding::Unknown("the APC of the enumerated backbones is unsatisfiable, but the backbone bound was hit".into()));
                 }
                 Outcome::Unsat => {
@@ -365,28 +371,23 @@ fn learn_pure_results(
     let native = ev.eval(&requests, crate::replay::Limits { wall, cpu_seconds: wall.as_secs() + 1, ..Default::default() })?;
     let mut lemmas = vec![];
     let mut fixed = vec![];
+    // `args` = the values, one equality per argument.
+    let equal = |pool: &mut ExprPool, args: &[ExprId], values: &[u64]| -> Vec<ExprId> {
+        args.iter().zip(values).map(|(&a, &v)| { let c = pool.constant_like(a, v); pool.eq(a, c) }).collect()
+    };
     for (k, (call, (args, result))) in calls.iter().zip(values).enumerate() {
-        let bits = |pool: &ExprPool, e: ExprId| if pool.sort(e) == crate::expr::Sort::Bool { 1 } else { pool.width(e) };
-        let width = bits(pool, call.result);
+        let width = pool.value_bits(call.result);
         let real = crate::expr::mask(width, native[k]);
         if crate::expr::mask(width, *result) == real {
             continue;
         }
         debug!(function = %call.function, ?args, model = result, native = real, "pure call result learnt");
-        for (&a, &v) in call.args.iter().zip(args) {
-            let c = if pool.sort(a) == crate::expr::Sort::Bool { pool.bool(v & 1 == 1) } else { let w = bits(pool, a); pool.bv(w, v) };
-            fixed.push(pool.eq(a, c));
-        }
+        fixed.extend(equal(pool, &call.args, args));
         for other in calls.iter().filter(|o| o.function == call.function) {
-            let mut same = vec![];
-            for (&a, &v) in other.args.iter().zip(args) {
-                let w = bits(pool, a);
-                let c = if pool.sort(a) == crate::expr::Sort::Bool { pool.bool(v & 1 == 1) } else { pool.bv(w, v) };
-                same.push(pool.eq(a, c));
-            }
-            let r = if pool.sort(other.result) == crate::expr::Sort::Bool { pool.bool(real & 1 == 1) } else { pool.bv(width, real) };
-            let then = pool.eq(other.result, r);
+            let same = equal(pool, &other.args, args);
             let cond = pool.and(same);
+            let r = pool.constant_like(other.result, real);
+            let then = pool.eq(other.result, r);
             lemmas.push(pool.implies(cond, then));
         }
     }

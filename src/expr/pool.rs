@@ -89,6 +89,25 @@ impl ExprPool {
         self.intern(Expr::Const { width, value: mask(width, value) }, Sort::Bv(width))
     }
 
+    /// The width of `id`'s value in bits: 1 for a Boolean.
+    pub fn value_bits(&self, id: ExprId) -> u32 {
+        if self.sort(id) == Sort::Bool {
+            1
+        } else {
+            self.width(id)
+        }
+    }
+
+    /// The constant `value` in `like`'s sort: a Boolean (bit 0) or a bit-vector of its width.
+    pub fn constant_like(&mut self, like: ExprId, value: u64) -> ExprId {
+        if self.sort(like) == Sort::Bool {
+            self.bool(value & 1 == 1)
+        } else {
+            let w = self.width(like);
+            self.bv(w, value)
+        }
+    }
+
     pub fn symbol(&mut self, name: &str, sort: Sort, kind: SymbolKind) -> ExprId {
         self.intern(Expr::Symbol { name: Arc::from(name), sort, kind }, sort)
     }

@@ -32,12 +32,11 @@ pub use input::{InputLayout, ParamSlot, Shape};
 use crate::error::{Error, Result};
 use crate::load::{clang_path, llvm_tool, Loaded};
 use crate::replay::driver::DriverSpec;
-use crate::replay::Limits;
+use crate::replay::{first_error, run_tool, write, Limits};
 use crate::witness::Witness;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use tracing::{debug, info};
@@ -114,14 +113,6 @@ impl Drop for Fuzzer {
     }
 }
 
-/// Runs a build tool; it dies with an interrupted analysis, its temporary files go to `tmp`.
-fn run_tool(tool: &Path, args: &[&std::ffi::OsStr], tmp: &Path) -> Result<std::process::Output> {
-    crate::cleanup::output(Command::new(tool).args(args), tmp).map_err(|e| Error::internal(format!("cannot run {}: {e}", tool.display())))
-}
-
-fn write(path: &Path, content: &[u8]) -> Result<()> {
-    std::fs::write(path, content).map_err(|e| Error::internal(format!("writing {}: {e}", path.display())))
-}
 
 fn mkdir_open(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -131,11 +122,6 @@ fn mkdir_open(path: &Path) -> Result<()> {
         .map_err(|e| Error::internal(format!("opening {} to the sandbox: {e}", path.display())))
 }
 
-/// The first line of a failed tool's stderr that says what went wrong.
-fn first_error(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    text.lines().find(|l| l.contains("error")).or_else(|| text.lines().next()).unwrap_or("").to_string()
-}
 
 /// libFuzzer's runtime archive. Linked by path rather than with `-fsanitize=fuzzer`, which
 /// would also link its interceptors: they find the real `strcmp` & co. with `dlsym`, which a

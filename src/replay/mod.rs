@@ -41,11 +41,23 @@ pub struct Replayer {
 }
 
 fn run_clang(args: &[&std::ffi::OsStr], tmp: &Path) -> Result<std::process::Output> {
-    let clang = clang_path();
-    crate::cleanup::output(Command::new(&clang).args(args), tmp).map_err(|e| Error::internal(format!("cannot run {}: {e}", clang.display())))
+    run_tool(&clang_path(), args, tmp)
 }
 
-fn write(path: &Path, content: &[u8]) -> Result<()> {
+/// Runs a build tool (clang, an LLVM tool); it dies with an interrupted analysis, its temporary
+/// files go to `tmp`.
+pub(crate) fn run_tool(tool: &Path, args: &[&std::ffi::OsStr], tmp: &Path) -> Result<std::process::Output> {
+    crate::cleanup::output(Command::new(tool).args(args), tmp).map_err(|e| Error::internal(format!("cannot run {}: {e}", tool.display())))
+}
+
+/// The first line of a failed tool's stderr that says what went wrong.
+pub(crate) fn first_error(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    text.lines().find(|l| l.contains("error")).or_else(|| text.lines().next()).unwrap_or("").to_string()
+}
+
+/// Writes a build input, any failure an internal error naming the file.
+pub(crate) fn write(path: &Path, content: &[u8]) -> Result<()> {
     std::fs::write(path, content).map_err(|e| Error::internal(format!("writing {}: {e}", path.display())))
 }
 

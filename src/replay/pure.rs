@@ -9,11 +9,11 @@
 //! command line and writes each result on fd 3. It runs in the replay sandbox, with its limits.
 
 use super::sandbox::{self, Job, Limits};
+use super::{first_error, run_tool, write};
 use crate::error::{Error, Result};
 use crate::ir::PureSignature;
 use crate::load::{clang_path, llvm_tool, Loaded};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
@@ -66,15 +66,6 @@ fn driver_source(functions: &[PureSignature]) -> String {
     s
 }
 
-fn run_tool(tool: &Path, args: &[&std::ffi::OsStr], dir: &Path) -> Result<std::process::Output> {
-    crate::cleanup::output(Command::new(tool).args(args), dir).map_err(|e| Error::internal(format!("cannot run {}: {e}", tool.display())))
-}
-
-fn first_line(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    text.lines().find(|l| l.contains("error")).or_else(|| text.lines().next()).unwrap_or("").to_string()
-}
-
 impl PureEvaluator {
     /// Builds the evaluator of `loaded.program.pure_functions`.
     pub fn build(loaded: &Loaded, keep_temps: bool) -> Result<PureEvaluator> {
@@ -87,7 +78,6 @@ impl PureEvaluator {
             crate::cleanup::register(dir.path());
         }
         let d = dir.path().to_path_buf();
-        let write = |p: &Path, b: &[u8]| std::fs::write(p, b).map_err(|e| Error::internal(format!("writing {}: {e}", p.display())));
         let driver = d.join("driver.c");
         write(&driver, driver_source(&functions).as_bytes())?;
         let mut inputs = vec![driver.clone()];
@@ -102,7 +92,7 @@ impl PureEvaluator {
             let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
             let out = run_tool(&llvm_tool("llvm-extract"), &refs, &d)?;
             if !out.status.success() {
-                return Err(Error::internal(format!("extracting the pure functions failed: {}", first_line(&out.stderr))));
+                return Err(Error::internal(format!("extracting the pure functions failed: {}", first_error(&out.stderr))));
             }
             inputs.push(extracted);
         }
@@ -112,7 +102,7 @@ impl PureEvaluator {
         args.extend(["-lm".as_ref(), "-o".as_ref(), exe.as_os_str()]);
         let out = run_tool(&clang_path(), &args, &d)?;
         if !out.status.success() {
-            return Err(Error::internal(format!("building the native evaluator of the pure functions failed: {}", first_line(&out.stderr))));
+            return Err(Error::internal(format!("building the native evaluator of the pure functions failed: {}", first_error(&out.stderr))));
         }
         tracing::info!(elapsed = ?start.elapsed(), "pure-function evaluator built");
         Ok(PureEvaluator { dir, exe, functions, runs: AtomicU32::new(0), keep_temps })

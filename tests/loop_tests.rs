@@ -175,7 +175,8 @@ fn array_written_on_one_backbone_keeps_its_last_write() {
     let r = reach("aw", f, "f", &["--timeout", "20"]);
     let l = the_loop(&r, "for.cond");
     let a = theta(l, "a");
-    assert!(a.starts_with("ite(κ") && a.contains("↦"), "θ^κ(a) = ite(κ ≠ 0, prev{{o ↦ v}}, a̲): {a}");
+    // ite(no wrap, λρ. (the fill), ite(κ = 0, a̲, … ite(κ = 64, chain, prev{o ↦ v}))).
+    assert!(a.starts_with("ite(") && a.contains("λρ") && a.contains("↦"), "θ^κ(a) = ite(guard, λρ. …, ite(κ = 0, …, prev{{o ↦ v}})): {a}");
     assert_eq!(r["verdict"], "reachable", "{r:#}");
     // 2·(n − 1) is even even when it wraps: 7 is never the last element.
     let g = f.replace("a[n - 1] == 2 * n - 2", "a[n - 1] == 7");
@@ -365,4 +366,61 @@ fn a_model_with_a_billion_iterations_is_traded_for_a_small_one() {
     assert_eq!(r["verdict"], "reachable", "{r:#}");
     let counters = r["witness"]["counters"].as_object().expect("counters");
     assert!(counters.values().all(|c| c.as_u64().unwrap() <= 1 << 16), "{r:#}");
+}
+
+// Every element a fill loop wrote (issue 15: all-elements facts): after the loop the array is
+// λp. (v at p's iteration, or the old byte), exact for any count while the index does not wrap,
+// so a read needs neither a quantifier nor an invariant.
+
+#[test]
+fn every_element_of_a_fill_loop_has_its_iterations_value() {
+    let src = |test: &str| {
+        format!(
+            "void f(int n, int k) {{ int a[100]; if (n > 100) return;\n\
+               for (int i = 0; i < n; i++) a[i] = i * 2;\n\
+               if (k >= 0 && k < n && {test}) reach_error(); }}"
+        )
+    };
+    let r = reach("all_elements", &src("a[k] < 0"), "f", &["--engine", "apc", "--timeout", "5"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    let r = reach("all_elements_odd", &src("a[k] == 7"), "f", &["--engine", "apc", "--timeout", "5"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    let r = reach("all_elements_twin", &src("a[k] == 6"), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let k = r["witness"]["inputs"].as_array().unwrap().iter().find(|i| i["name"] == "k").expect("k");
+    assert_eq!(k["c_value"].as_i64(), Some(3), "{r:#}");
+}
+
+#[test]
+fn a_later_loop_reads_what_a_fill_loop_stored() {
+    let src = |test: &str| {
+        format!(
+            "extern int __VERIFIER_nondet_int(void);\n\
+             int main(void) {{ int a[1000]; int n = __VERIFIER_nondet_int(); if (n < 0 || n > 1000) return 0;\n\
+               for (int i = 0; i < n; i++) a[i] = __VERIFIER_nondet_int() & 0x7fff;\n\
+               for (int j = 0; j < n; j++) if ({test}) reach_error();\n  return 0; }}"
+        )
+    };
+    let r = reach("fill_check", &src("a[j] < 0"), "main", &["--engine", "apc", "--timeout", "5"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    let r = reach("fill_check_twin", &src("a[j] == 0x7fff"), "main", &["--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}
+
+#[test]
+fn a_fill_value_wraps_around_like_the_program() {
+    // (unsigned char)(3i + 1) is 0 at i = 85 (256 = 3·85 + 1): over the integers it never is.
+    let src = |range: &str| {
+        format!(
+            "void f(unsigned n, unsigned k) {{ unsigned char a[5000]; if (n > 5000) return;\n\
+               for (unsigned i = 0; i < n; i++) a[i] = (unsigned char)(i * 3 + 1);\n\
+               if (k < n && {range} && a[k] == 0) reach_error(); }}"
+        )
+    };
+    let r = reach("fill_wraps", &src("k > 4000"), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let k = r["witness"]["inputs"].as_array().unwrap().iter().find(|i| i["name"] == "k").expect("k")["value"].as_u64().unwrap();
+    assert_eq!((3 * k + 1) % 256, 0, "{r:#}");
+    let r = reach("fill_wraps_not_yet", &src("k < 85"), "f", &["--engine", "apc", "--timeout", "5"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }

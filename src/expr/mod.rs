@@ -87,6 +87,11 @@ pub enum Expr {
     ConstArray { index: u32, value: ExprId },
     /// Element of a non-memory array (e.g. the nondet input stream).
     Select(ExprId, ExprId),
+    /// The array whose element at index `var` is `body` (λvar. body): memory given element-wise,
+    /// e.g. what a fill loop leaves for any iteration count ([`crate::summary`]). `var` is a
+    /// symbol of the index sort, bound here (not a child: substitution leaves it alone). Z3
+    /// reduces a read of it to `body` at the index, so no quantifier reaches the solver.
+    Lambda { var: ExprId, body: ExprId },
     Forall(Vec<ExprId>, ExprId),
     Exists(Vec<ExprId>, ExprId),
 }

@@ -438,6 +438,16 @@ impl ExprPool {
         self.intern(Expr::Select(array, index), Sort::Bv(elem))
     }
 
+    /// λ`var`. `body`: the array whose element at index `var` is `body` (`var` a bit-vector
+    /// symbol, bound by it). A ⋆ body makes the whole array ⋆.
+    pub fn lambda(&mut self, var: ExprId, body: ExprId) -> ExprId {
+        let sort = Sort::Array { index: self.width(var), elem: self.width(body) };
+        if let Some(s) = self.absorb(&[body], sort) {
+            return s;
+        }
+        self.intern(Expr::Lambda { var, body }, sort)
+    }
+
     /// `width` bits little-endian at byte `offset` of a memory array.
     pub fn load(&mut self, array: ExprId, offset: ExprId, width: u32) -> ExprId {
         assert!(width.is_multiple_of(8) && width > 0 && width <= 64, "loads are whole bytes, ≤ 64 bits");
@@ -452,6 +462,32 @@ impl ExprPool {
                 if self.disjoint(offset, width, o2, w2) {
                     return self.load(inner, offset, width);
                 }
+            }
+            // Through a choice between a λ and another array, so that the λ's read reduces.
+            Expr::Ite(c, a, b) if matches!(self.get(a), Expr::Lambda { .. }) || matches!(self.get(b), Expr::Lambda { .. }) => {
+                let (ra, rb) = (self.load(a, offset, width), self.load(b, offset, width));
+                return self.ite(c, ra, rb);
+            }
+            // A read of λρ. body is body at the read's bytes (beta reduction), little endian.
+            Expr::Lambda { var, body } => {
+                let mut out: Option<ExprId> = None;
+                for k in 0..width / 8 {
+                    let step = self.bv(self.width(offset), k as u64);
+                    let at = self.bin(BvOp::Add, offset, step);
+                    let mut s = super::Substitution::new();
+                    s.insert(var, at);
+                    let byte = s.apply(self, body);
+                    let byte = self.zext(byte, width);
+                    out = Some(match out {
+                        None => byte,
+                        Some(low) => {
+                            let shift = self.bv(width, 8 * k as u64);
+                            let high = self.bin(BvOp::Shl, byte, shift);
+                            self.bin(BvOp::Or, low, high)
+                        }
+                    });
+                }
+                return out.expect("loads have at least one byte");
             }
             Expr::ConstArray { value, .. } => {
                 if let Some(byte) = self.as_const(value) {
@@ -541,6 +577,7 @@ impl ExprPool {
             Expr::Store { width, .. } => self.store(kids[0], kids[1], kids[2], *width),
             Expr::ConstArray { index, .. } => self.const_array(*index, kids[0]),
             Expr::Select(..) => self.select(kids[0], kids[1]),
+            Expr::Lambda { var, .. } => self.lambda(*var, kids[0]),
             Expr::Forall(vs, _) => self.forall(vs.clone(), kids[0]),
             Expr::Exists(vs, _) => self.exists(vs.clone(), kids[0]),
         }
@@ -559,7 +596,7 @@ pub fn children(e: &Expr) -> Vec<ExprId> {
         Expr::Load { array, offset, .. } => vec![*array, *offset],
         Expr::Store { array, offset, value, .. } => vec![*array, *offset, *value],
         // Bound variables are not children: substitution must not touch them.
-        Expr::Forall(_, body) | Expr::Exists(_, body) => vec![*body],
+        Expr::Forall(_, body) | Expr::Exists(_, body) | Expr::Lambda { body, .. } => vec![*body],
     }
 }
 

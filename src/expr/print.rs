@@ -193,6 +193,12 @@ impl<'a> Printer<'a> {
                 out.push_str("λχ.");
                 self.atom(*value, out, d);
             }
+            Expr::Lambda { var, body } => {
+                out.push('λ');
+                self.go(*var, out, d);
+                out.push_str(". ");
+                self.atom(*body, out, d);
+            }
             Expr::Select(a, i) => {
                 self.atom(*a, out, d);
                 out.push('(');

@@ -27,6 +27,15 @@ impl Substitution {
         self.map.is_empty()
     }
 
+    fn binds_mapped(&self, node: &super::Expr) -> bool {
+        use super::Expr;
+        match node {
+            Expr::Lambda { var, .. } => self.map.contains_key(var),
+            Expr::Forall(vs, _) | Expr::Exists(vs, _) => vs.iter().any(|v| self.map.contains_key(v)),
+            _ => false,
+        }
+    }
+
     /// Applies the substitution to `root`, rebuilding through the simplifying constructors (so ⋆
     /// propagates and constants fold). Iterative: deep store chains do not overflow the stack.
     pub fn apply(&self, pool: &mut ExprPool, root: ExprId) -> ExprId {
@@ -50,7 +59,9 @@ impl Substitution {
             }
             let node = pool.get(e).clone();
             let kids = children(&node);
-            if kids.is_empty() {
+            // A binder of a substituted symbol shadows it: its body keeps its own variable
+            // (beta-reducing a read of λρ. body whose body holds another λρ).
+            if kids.is_empty() || self.binds_mapped(&node) {
                 memo.insert(e, e);
                 continue;
             }

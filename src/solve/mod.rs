@@ -645,6 +645,11 @@ impl<'a> Translator<'a> {
                 let (a, i) = (self.array(a), self.bv(i));
                 a.select(&i)
             }
+            Expr::Lambda { var, body } => {
+                let bound = self.translate(var);
+                let body = self.translate(body);
+                z3::ast::lambda_const(&[&bound as &dyn Ast], &body).into()
+            }
             Expr::Forall(vars, body) | Expr::Exists(vars, body) => {
                 let bound: Vec<Dynamic> = vars.iter().map(|&v| self.translate(v)).collect();
                 let refs: Vec<&dyn Ast> = bound.iter().map(|d| d as &dyn Ast).collect();

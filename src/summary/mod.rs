@@ -6,6 +6,7 @@
 //! symbols that stand for the values at the loop's entry, and applied at each entry node by
 //! substitution: apc ∧= θ⟨φ^κ⟩, θ ← θ⟨θ^κ⟩.
 
+mod fill;
 mod monotone;
 mod rules;
 
@@ -259,7 +260,9 @@ impl ApcBuilder<'_> {
         let mut prev_iteration = Substitution::new();
         prev_iteration.insert(counters[*i], minus_one);
         let others: Vec<ExprId> = counters.iter().enumerate().filter(|(j, _)| j != i).map(|(_, &c)| c).collect();
-        // The stores of iteration κ_i − 1 as functions of κ_i.
+        // The stores of iteration κ_i (as θ^κ gives them), then of iteration κ_i − 1, as
+        // functions of κ_i.
+        let mut at_kappa = vec![];
         let mut writes = vec![];
         for (o, v, w) in stores {
             let mut parts = vec![];
@@ -268,16 +271,27 @@ impl ApcBuilder<'_> {
                 if self.pool.is_star(e) || mentions(&self.pool, e, &others) {
                     return None;
                 }
-                parts.push(prev_iteration.apply(&mut self.pool, e));
+                parts.push(e);
             }
-            writes.push((parts[0], parts[1], w));
+            at_kappa.push((parts[0], parts[1], w));
+            let o = prev_iteration.apply(&mut self.pool, parts[0]);
+            let v = prev_iteration.apply(&mut self.pool, parts[1]);
+            writes.push((o, v, w));
         }
         let mut mem = prev;
         for &(o, v, w) in &writes {
             mem = self.pool.store(mem, o, v, w);
         }
-        // Beyond the bound: the last iteration's writes over the unknown earlier memory.
+        // Beyond the bound: every iteration's write at once, where one store with an affine
+        // offset makes the memory a λ (`fill`); else the last iteration's writes over the
+        // unknown earlier memory.
         let mut result = mem;
+        let mut fill = None;
+        if let [(o, v, w)] = at_kappa[..] {
+            self.next_aux += 1;
+            let var = self.pool.symbol(&format!("ρ{}", self.next_aux), Sort::Bv(64), SymbolKind::Aux);
+            fill = fill::fill(&mut self.pool, sym, counters[*i], counters[*i], o, v, w, var);
+        }
         // M_t for t = EXACT_WRITES … 1: the writes of iterations 0 … t − 1, i.e. κ_i ↦ u + 1.
         let mut chain = vec![sym];
         for t in 0..EXACT_WRITES {
@@ -297,7 +311,111 @@ impl ApcBuilder<'_> {
             let is_t = self.pool.eq(counters[*i], kt);
             result = self.pool.ite(is_t, chain[t as usize], result);
         }
+        if let Some(f) = fill {
+            result = self.pool.ite(f.guard, f.memory, result);
+        }
         Some(result)
+    }
+
+    /// A fill loop with several iteration backbones (`a[i] = x[i] > 0 ? x[i] : 0`): every
+    /// backbone stores once into the object, at the same offset function of the *total*
+    /// iteration index t (its index moves by the same d on every backbone), or not at all. The
+    /// state at total index t is known where it matters (uniform variables v̲ + d·t, invariant
+    /// values, memory the loop does not write), so the backbone iteration t takes is the one
+    /// whose tests hold there (backbones of a deterministic program exclude each other, and with
+    /// no ⋆ test dropped their tests are exact), and the value stored at t is
+    /// ite(tests₁(t), v₁(t), ite(tests₂(t), v₂(t), …)) (a backbone that does not store leaves
+    /// the slot's old bytes). [`fill::fill`] turns that into the memory after Σκ iterations;
+    /// `prev` (a fresh array) stands for it where the fill's guard fails.
+    #[allow(clippy::too_many_arguments)]
+    fn mixed_fill(
+        &mut self,
+        sym: ExprId,
+        k: usize,
+        prev: ExprId,
+        vars: &[LoopVar],
+        iterated: &[Option<ExprId>],
+        thetas: &[Vec<Option<ExprId>>],
+        iteration_tests: &[(Vec<ExprId>, Vec<ExprId>)],
+        counters: &[ExprId],
+    ) -> Option<ExprId> {
+        use crate::expr::{BvOp, Expr};
+        if thetas.len() < 2 || iteration_tests.iter().any(|(_, fresh)| !fresh.is_empty()) {
+            return None;
+        }
+        self.next_aux += 1;
+        let n = self.next_aux;
+        let t = self.pool.symbol(&format!("t{n}"), Sort::Bv(64), SymbolKind::Aux);
+        let uniform = self.uniform_increments(vars, thetas);
+        let mut at_t = Substitution::new();
+        for (j, v) in vars.iter().enumerate() {
+            if !v.carried || iterated[j] == Some(v.symbol) {
+                continue;
+            }
+            let e = match uniform.iter().find(|(u, _)| *u == j) {
+                Some(&(_, d)) => {
+                    let tw = self.pool.resize(t, self.pool.width(v.symbol));
+                    let dt = self.pool.bin(BvOp::Mul, d, tw);
+                    self.pool.bin(BvOp::Add, v.symbol, dt)
+                }
+                None => self.pool.star(self.pool.sort(v.symbol)),
+            };
+            at_t.insert(v.symbol, e);
+        }
+        // Each backbone's store (offset, value, width) at index t, or None when it stores nothing.
+        let mut stores = vec![];
+        for theta in thetas {
+            let m = theta[k]?;
+            if m == sym {
+                stores.push(None);
+                continue;
+            }
+            let Expr::Store { array, offset, value, width } = self.pool.get(m).clone() else { return None };
+            if array != sym {
+                return None;
+            }
+            let offset = at_t.apply(&mut self.pool, offset);
+            let value = at_t.apply(&mut self.pool, value);
+            stores.push(Some((offset, value, width)));
+        }
+        let (offset, width) = {
+            let mut written = stores.iter().flatten();
+            let &(o, _, w) = written.next()?;
+            if written.any(|&(o2, _, w2)| o2 != o || w2 != w) {
+                return None;
+            }
+            (o, w)
+        };
+        let old = self.pool.load(sym, offset, width);
+        let mut value = None;
+        for (b, store) in stores.iter().enumerate().rev() {
+            let v = store.map_or(old, |(_, v, _)| v);
+            value = Some(match value {
+                None => v,
+                Some(later) => {
+                    let tests: Vec<ExprId> = iteration_tests[b].0.iter().map(|&c| at_t.apply(&mut self.pool, c)).collect();
+                    let taken = self.pool.and(tests);
+                    if self.pool.is_star(taken) {
+                        return None;
+                    }
+                    self.pool.ite(taken, v, later)
+                }
+            });
+        }
+        // Σκ, below 2^64: no partial sum wraps.
+        let mut total = counters[0];
+        let mut guard = vec![];
+        for &c in &counters[1..] {
+            let next = self.pool.bin(BvOp::Add, total, c);
+            guard.push(self.pool.cmp(crate::ir::IntPredicate::Uge, next, total));
+            total = next;
+        }
+        let var = self.pool.symbol(&format!("ρ{n}"), Sort::Bv(64), SymbolKind::Aux);
+        let f = fill::fill(&mut self.pool, sym, t, total, offset, value?, width, var)?;
+        guard.push(f.guard);
+        let guard = self.pool.and(guard);
+        debug!(fill = %Printer::new(&self.pool).print(f.memory), "a fill over several iteration backbones");
+        Some(self.pool.ite(guard, f.memory, prev))
     }
 
     /// A sound strengthening of φ^κ for loops with several iteration backbones: a variable that
@@ -677,7 +795,15 @@ impl ApcBuilder<'_> {
             if let (Var::Mem(_), None) = (&v.var, iterated[k]) {
                 self.next_aux += 1;
                 let a = self.pool.symbol(&format!("{}′{}", v.name, self.next_aux), Sort::MEMORY, SymbolKind::Aux);
-                after[k] = Some(self.last_writes(v.symbol, k, a, &vars, &iterated, &thetas, &counters).unwrap_or(a));
+                let last = self.last_writes(v.symbol, k, a, &vars, &iterated, &thetas, &counters);
+                let mixed = || complete_tests.then_some(());
+                let m = match last {
+                    Some(m) => m,
+                    None => mixed()
+                        .and_then(|()| self.mixed_fill(v.symbol, k, a, &vars, &iterated, &thetas, &iteration_tests, &counters))
+                        .unwrap_or(a),
+                };
+                after[k] = Some(m);
                 aux.push(a);
             }
         }

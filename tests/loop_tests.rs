@@ -424,3 +424,44 @@ fn a_fill_value_wraps_around_like_the_program() {
     let r = reach("fill_wraps_not_yet", &src("k < 85"), "f", &["--engine", "apc", "--timeout", "5"]);
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
+
+// Relations every iteration keeps (issue 15): each unreachable target is proven from the closed
+// forms θ^κ and the quantifier-free looping condition, and its twin (one constant changed) is
+// reachable with a replay.
+
+fn verdict_pair(name: &str, unreachable: &str, twin: &str, function: &str) {
+    let r = reach(name, unreachable, function, &["--engine", "apc", "--timeout", "5"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    let r = reach(&format!("{name}_twin"), twin, function, &["--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["replayed"], true, "{r:#}");
+}
+
+#[test]
+fn lockstep_variables_stay_equal() {
+    let src = |j0: u32| format!("void f(int n) {{ int i = 0, j = {j0}; while (i < n) {{ i++; j++; }} if (i != j) reach_error(); }}");
+    verdict_pair("lockstep", &src(0), &src(1), "f");
+}
+
+#[test]
+fn one_variable_stays_double_the_other() {
+    let src = |d: u32| {
+        format!(
+            "void f(unsigned n) {{ unsigned i = 0, j = 0; if (n > 1000) return;\n\
+               while (j < n) {{ i += {d}; j++; }} if (i != 2 * j) reach_error(); }}"
+        )
+    };
+    verdict_pair("half_double", &src(2), &src(3), "f");
+}
+
+#[test]
+fn an_index_bounded_by_the_array_stays_in_bounds() {
+    let src = |bound: u32| {
+        format!(
+            "int f(int n, int *x) {{ int a[10]; int i = 0;\n\
+               while (i < n && i < 10) {{ a[i] = x[i]; i++; }}\n\
+               if (i > {bound}) reach_error(); return i > 0 ? a[0] : 0; }}"
+        )
+    };
+    verdict_pair("bounded_index", &src(10), &src(9), "f");
+}

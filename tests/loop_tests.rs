@@ -465,3 +465,20 @@ fn an_index_bounded_by_the_array_stays_in_bounds() {
     };
     verdict_pair("bounded_index", &src(10), &src(9), "f");
 }
+
+#[test]
+fn a_matrix_filled_row_by_row_holds_every_value() {
+    // The inner loop's fill is a row; the outer loop lays rows 80 bytes apart (`fill::Block::Region`).
+    let src = |test: &str| {
+        format!(
+            "void f(int n, int m, int x, int y, int v) {{ int a[20][20]; if (n > 20 || m > 20) return;\n\
+               for (int i = 0; i < n; i++) for (int j = 0; j < m; j++) a[i][j] = i * 100 + j + v;\n\
+               if (x >= 0 && x < n && y >= 0 && y < m && {test}) reach_error(); }}"
+        )
+    };
+    let r = reach("matrix", &src("a[x][y] != x * 100 + y + v"), "f", &["--engine", "apc", "--timeout", "5"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    assert!(theta(the_loop(&r, "for.cond"), "a").contains("λρ"), "the outer loop's memory is a fill of rows: {r:#}");
+    let r = reach("matrix_twin", &src("a[x][y] == 1517 && v == 0"), "f", &["--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}

@@ -86,6 +86,11 @@ pub struct ApcBuilder<'a> {
     pub(crate) next_aux: u32,
     /// Loop-summary coverage violations met (see `summary`): always empty unless a bug.
     pub(crate) coverage_gaps: Vec<String>,
+    /// The region `(start, extent)` each upward fill λ may have written, for the λs of
+    /// summaries and of their applications (an outer loop lays them side by side).
+    pub(crate) fill_regions: HashMap<ExprId, (ExprId, ExprId)>,
+    /// Fill λs noted while the current loop is summarised (moved into its `LoopSummary`).
+    pub(crate) new_fills: Vec<ExprId>,
     /// Solver time left for the checks that sharpen summaries.
     pub(crate) check_budget: crate::summary::CheckBudget,
     /// When building must stop (`--timeout`); past it paths are cut short and the APC is marked
@@ -106,6 +111,8 @@ impl<'a> ApcBuilder<'a> {
             next_counter: 0,
             next_aux: 0,
             coverage_gaps: vec![],
+            fill_regions: HashMap::new(),
+            new_fills: vec![],
             check_budget: Default::default(),
             deadline: None,
             timed_out: false,

@@ -121,49 +121,67 @@ fn affine(pool: &mut ExprPool, e: ExprId, t: ExprId) -> Option<Affine> {
 }
 
 /// The memory a fill loop leaves, with the condition under which it is exact.
+#[derive(Clone, Copy, Debug)]
 pub struct Fill {
     /// Holds when the loop ran κ iterations without the index wrapping and the written region
     /// fits below 2^64 bytes.
     pub guard: ExprId,
     /// λp. …, over the loop-entry memory.
     pub memory: ExprId,
+    /// Upward fills: the region the loop may have written is `[start, start + extent)` (so
+    /// an outer loop can lay such regions side by side, [`Block::Region`]).
+    pub region: Option<(ExprId, ExprId)>,
 }
 
-/// The memory after `count` iterations of a loop whose iteration t stores `value(t)` (`width`
-/// bits) at `offset(t)` over `entry` (the loop-entry memory, written by nothing else), where
-/// `offset`/`value` are expressions in the 64-bit symbol `index` standing for t (for a loop
-/// with one iteration backbone, its counter κ itself: θ^κ gives the state at iteration κ).
+/// What one iteration t writes, starting at its offset o(t).
+#[derive(Clone, Copy, Debug)]
+pub enum Block {
+    /// One store of `value(t)`, `width` bits.
+    Store { value: ExprId, width: u32 },
+    /// An inner loop's fill: `memory(t)` (an array over the loop-entry memory) differs from
+    /// it only in `[o(t), o(t) + extent)`, `extent` the same for every t.
+    Region { memory: ExprId, extent: ExprId },
+}
+
+/// The memory after `count` iterations of a loop whose iteration t writes `block` at
+/// `offset(t)` over `entry` (the loop-entry memory, written by nothing else), where `offset`
+/// and the block are expressions in the 64-bit symbol `index` standing for t (for a loop with
+/// one iteration backbone, its counter κ itself: θ^κ gives the state at iteration κ).
 /// `var` is a fresh 64-bit symbol for the λ to bind.
-#[allow(clippy::too_many_arguments)]
-pub fn fill(
-    pool: &mut ExprPool,
-    entry: ExprId,
-    index: ExprId,
-    count: ExprId,
-    offset: ExprId,
-    value: ExprId,
-    width: u32,
-    var: ExprId,
-) -> Option<Fill> {
+pub fn fill(pool: &mut ExprPool, entry: ExprId, index: ExprId, count: ExprId, offset: ExprId, block: Block, var: ExprId) -> Option<Fill> {
     use IntPredicate::*;
     let kappa = count;
     let a = affine(pool, offset, index)?;
-    if a.scale == 0 || pool.width(value) != width {
+    if a.scale == 0 {
         return None;
     }
-    let bytes = u64::from(width / 8);
     // Upwards with stride s = scale when the core moves up, else downwards; a "negative" scale
     // (2^64 − s) moves the other way.
     let (stride, up) = if a.scale <= i64::MAX as u64 { (a.scale, a.core.up) } else { (a.scale.wrapping_neg(), !a.core.up) };
-    if stride < bytes {
-        return None;
-    }
+    let mut guard = vec![];
+    // The bytes of one iteration's slot: a constant for a store, at most S for a region.
+    let bytes = match block {
+        Block::Store { value, width } => {
+            let bytes = u64::from(width / 8);
+            if pool.width(value) != width || stride < bytes {
+                return None;
+            }
+            bytes
+        }
+        Block::Region { extent, .. } => {
+            if !up || mentions(pool, extent, &[index]) {
+                return None;
+            }
+            let s = pool.bv(64, stride);
+            guard.push(pool.cmp(Ule, extent, s));
+            stride
+        }
+    };
     let Core { b, width: cw, signed, .. } = a.core;
     let one = pool.bv(64, 1);
     let zero = pool.bv(64, 0);
     let k1 = pool.bin(BvOp::Sub, kappa, one);
     // No wrap of the core over t < κ: the room left in its width, in 64 bits.
-    let mut guard = vec![];
     if let Some(signed) = signed {
         let all = if cw == 64 { u64::MAX } else { (1u64 << cw) - 1 };
         let (min, max) = if signed { ((1u64 << (cw - 1)).wrapping_neg(), all >> 1) } else { (0, all) };
@@ -212,37 +230,60 @@ pub fn fill(
     } else {
         (pool.bin(BvOp::UDiv, d, s), pool.bin(BvOp::URem, d, s))
     };
-    let (in_slot, byte) = match byte_of {
-        None => {
-            let n = pool.bv(64, bytes);
-            (pool.cmp(Ult, r, n), r)
-        }
-        Some(top) => {
-            let lo = pool.bv(64, stride - bytes);
-            let top = pool.bv(64, top);
-            (pool.cmp(Uge, r, lo), pool.bin(BvOp::Sub, top, r))
-        }
-    };
-    let in_time = pool.cmp(Ult, q, kappa);
-    let written = pool.and([in_slot, in_time]);
     let mut at = Substitution::new();
     at.insert(index, q);
-    let v = at.apply(pool, value);
-    if pool.is_star(v) {
-        return None;
-    }
-    let v_byte = if width == 8 {
-        v
-    } else {
-        let b = pool.resize(byte, width);
-        let eight = pool.bv(width, 8);
-        let shift = pool.bin(BvOp::Mul, b, eight);
-        let shifted = pool.bin(BvOp::LShr, v, shift);
-        pool.trunc(shifted, 8)
+    let in_time = pool.cmp(Ult, q, kappa);
+    let (in_slot, new_byte) = match block {
+        Block::Store { value, width } => {
+            let v = at.apply(pool, value);
+            if pool.is_star(v) {
+                return None;
+            }
+            let (in_slot, byte) = match byte_of {
+                None => {
+                    let n = pool.bv(64, bytes);
+                    (pool.cmp(Ult, r, n), r)
+                }
+                Some(top) => {
+                    let lo = pool.bv(64, stride - bytes);
+                    let top = pool.bv(64, top);
+                    (pool.cmp(Uge, r, lo), pool.bin(BvOp::Sub, top, r))
+                }
+            };
+            let v_byte = if width == 8 {
+                v
+            } else {
+                let b = pool.resize(byte, width);
+                let eight = pool.bv(width, 8);
+                let shift = pool.bin(BvOp::Mul, b, eight);
+                let shifted = pool.bin(BvOp::LShr, v, shift);
+                pool.trunc(shifted, 8)
+            };
+            (in_slot, v_byte)
+        }
+        Block::Region { memory, extent } => {
+            let m = at.apply(pool, memory);
+            if pool.is_star(m) {
+                return None;
+            }
+            (pool.cmp(Ult, r, extent), pool.load(m, var, 8))
+        }
     };
+    let written = pool.and([in_slot, in_time]);
     let old = pool.load(entry, var, 8);
-    let body = pool.ite(written, v_byte, old);
-    Some(Fill { guard, memory: pool.lambda(var, body) })
+    let body = pool.ite(written, new_byte, old);
+    // Upwards, iterations 0 … κ − 1 cover [o₀, o₀ + S·(κ − 1) + bytes).
+    let region = up.then(|| {
+        let last = pool.bin(BvOp::Mul, s, k1);
+        let n = match block {
+            Block::Store { .. } => pool.bv(64, bytes),
+            Block::Region { extent, .. } => extent,
+        };
+        let span = pool.bin(BvOp::Add, last, n);
+        let extent = pool.ite(some, span, zero);
+        (o0, extent)
+    });
+    Some(Fill { guard, memory: pool.lambda(var, body), region })
 }
 
 #[cfg(test)]
@@ -273,7 +314,7 @@ mod tests {
         let offset = p.bin(BvOp::Mul, si, four);
         let two = p.bv(32, 2);
         let value = p.bin(BvOp::Mul, i, two);
-        let f = fill(&mut p, m, kappa, kappa, offset, value, 32, rho).expect("an affine fill");
+        let f = fill(&mut p, m, kappa, kappa, offset, Block::Store { value, width: 32 }, rho).expect("an affine fill");
         // k = i0 + j for j < κ (no wrap): A[k] = 2k.
         let j = p.symbol("j", Sort::Bv(32), SymbolKind::Input);
         let k = p.bin(BvOp::Add, i0, j);
@@ -326,7 +367,7 @@ mod tests {
         let one = p.bv(64, 1);
         let i = p.bin(BvOp::Sub, n, kappa);
         let offset = p.bin(BvOp::Sub, i, one);
-        let f = fill(&mut p, m, kappa, kappa, offset, c, 8, rho).expect("a descending fill");
+        let f = fill(&mut p, m, kappa, kappa, offset, Block::Store { value: c, width: 8 }, rho).expect("a descending fill");
         let zero = p.bv(64, 0);
         let read = p.load(f.memory, zero, 8);
         let eq = p.eq(read, c);
@@ -351,9 +392,9 @@ mod tests {
         let rho = p.symbol("ρ", Sort::Bv(64), SymbolKind::Aux);
         let v = p.bv(32, 7);
         // stride 1 for 4-byte stores: the slots overlap.
-        assert!(fill(&mut p, m, kappa, kappa, kappa, v, 32, rho).is_none());
+        assert!(fill(&mut p, m, kappa, kappa, kappa, Block::Store { value: v, width: 32 }, rho).is_none());
         // κ·κ: not affine.
         let sq = p.bin(BvOp::Mul, kappa, kappa);
-        assert!(fill(&mut p, m, kappa, kappa, sq, v, 32, rho).is_none());
+        assert!(fill(&mut p, m, kappa, kappa, sq, Block::Store { value: v, width: 32 }, rho).is_none());
     }
 }

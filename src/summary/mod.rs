@@ -101,6 +101,8 @@ pub struct LoopSummary {
     pub aux: Vec<ExprId>,
     /// Objects allocated inside the loop: unknown after it.
     pub created_objects: Vec<ObjectId>,
+    /// The fill λs in `after` whose region is known (`ApcBuilder::fill_regions`).
+    pub fills: Vec<ExprId>,
 }
 
 impl LoopSummary {
@@ -236,6 +238,9 @@ impl ApcBuilder<'_> {
         use crate::expr::Expr;
         let writers: Vec<usize> = (0..thetas.len()).filter(|&i| thetas[i][k] != Some(sym)).collect();
         let [i] = writers.as_slice() else { return None };
+        if !matches!(self.pool.get(thetas[*i][k]?), Expr::Store { .. }) {
+            return self.nested_fill(sym, prev, vars, iterated, thetas[*i][k]?, counters[*i]);
+        }
         // The stores of that iteration, innermost first, directly over M̲.
         let mut stores = vec![];
         let mut m = thetas[*i][k]?;
@@ -290,7 +295,7 @@ impl ApcBuilder<'_> {
         if let [(o, v, w)] = at_kappa[..] {
             self.next_aux += 1;
             let var = self.pool.symbol(&format!("ρ{}", self.next_aux), Sort::Bv(64), SymbolKind::Aux);
-            fill = fill::fill(&mut self.pool, sym, counters[*i], counters[*i], o, v, w, var);
+            fill = fill::fill(&mut self.pool, sym, counters[*i], counters[*i], o, fill::Block::Store { value: v, width: w }, var);
         }
         // M_t for t = EXACT_WRITES … 1: the writes of iterations 0 … t − 1, i.e. κ_i ↦ u + 1.
         let mut chain = vec![sym];
@@ -312,9 +317,77 @@ impl ApcBuilder<'_> {
             result = self.pool.ite(is_t, chain[t as usize], result);
         }
         if let Some(f) = fill {
+            self.note_fill(&f);
             result = self.pool.ite(f.guard, f.memory, result);
         }
         Some(result)
+    }
+
+    /// Remembers the region of a fill λ (see `ApcBuilder::fill_regions`).
+    fn note_fill(&mut self, f: &fill::Fill) {
+        if let Some(region) = f.region {
+            self.fill_regions.insert(f.memory, region);
+            self.new_fills.push(f.memory);
+        }
+    }
+
+    /// An outer loop whose one writing iteration backbone runs an inner fill loop (a matrix
+    /// filled row by row): the iteration's memory is `ite(g, λ, …)` with λ an inner fill whose
+    /// region `[start, start + extent)` is known. When g and the extent do not change from
+    /// iteration to iteration and the start moves by a constant stride S ≥ extent, the rows
+    /// are disjoint and [`fill::fill`] lays them side by side ([`fill::Block::Region`]). The λ
+    /// must read the memory only where it did not write (its fallback M̲[ρ]): inside row q the
+    /// memory at iteration q is then M̲'s, as earlier rows lie elsewhere.
+    #[allow(clippy::too_many_arguments)]
+    fn nested_fill(
+        &mut self,
+        sym: ExprId,
+        prev: ExprId,
+        vars: &[LoopVar],
+        iterated: &[Option<ExprId>],
+        theta: ExprId,
+        counter: ExprId,
+    ) -> Option<ExprId> {
+        use crate::expr::Expr;
+        let (g, lam) = match self.pool.get(theta).clone() {
+            Expr::Ite(g, a, _) if self.fill_regions.contains_key(&a) => (Some(g), a),
+            _ if self.fill_regions.contains_key(&theta) => (None, theta),
+            _ => return None,
+        };
+        let (start, extent) = self.fill_regions[&lam];
+        let Expr::Lambda { var, body } = self.pool.get(lam).clone() else { return None };
+        let Expr::Ite(c, v, old) = self.pool.get(body).clone() else { return None };
+        if old != self.pool.load(sym, var, 8) || mentions(&self.pool, c, &[sym]) || mentions(&self.pool, v, &[sym]) {
+            return None;
+        }
+        // The state at the start of iteration κ; the memory stays M̲ inside the λ (see above),
+        // and is ⋆ anywhere else.
+        let mut at = Substitution::new();
+        for (j, v) in vars.iter().enumerate() {
+            let e = iterated[j].unwrap_or_else(|| self.pool.star(self.pool.sort(v.symbol)));
+            at.insert(v.symbol, e);
+        }
+        let mut parts = vec![];
+        for e in [g.unwrap_or_else(|| self.pool.bool(true)), start, extent] {
+            let e = at.apply(&mut self.pool, e);
+            if self.pool.is_star(e) {
+                return None;
+            }
+            parts.push(e);
+        }
+        let [g, start, extent] = parts[..] else { unreachable!() };
+        if mentions(&self.pool, g, &[counter]) {
+            return None;
+        }
+        at.insert(sym, sym);
+        let lam = at.apply(&mut self.pool, lam);
+        self.next_aux += 1;
+        let rho = self.pool.symbol(&format!("ρ{}", self.next_aux), Sort::Bv(64), SymbolKind::Aux);
+        let f = fill::fill(&mut self.pool, sym, counter, counter, start, fill::Block::Region { memory: lam, extent }, rho)?;
+        self.note_fill(&f);
+        let guard = self.pool.and([g, f.guard]);
+        debug!(fill = %Printer::new(&self.pool).print(f.memory), "a fill of inner fills");
+        Some(self.pool.ite(guard, f.memory, prev))
     }
 
     /// A fill loop with several iteration backbones (`a[i] = x[i] > 0 ? x[i] : 0`): every
@@ -411,7 +484,8 @@ impl ApcBuilder<'_> {
             total = next;
         }
         let var = self.pool.symbol(&format!("ρ{n}"), Sort::Bv(64), SymbolKind::Aux);
-        let f = fill::fill(&mut self.pool, sym, t, total, offset, value?, width, var)?;
+        let f = fill::fill(&mut self.pool, sym, t, total, offset, fill::Block::Store { value: value?, width }, var)?;
+        self.note_fill(&f);
         guard.push(f.guard);
         let guard = self.pool.and(guard);
         debug!(fill = %Printer::new(&self.pool).print(f.memory), "a fill over several iteration backbones");
@@ -627,6 +701,17 @@ impl ApcBuilder<'_> {
             let s = self.pool.star(Sort::MEMORY);
             st.set_memory(o, s);
         }
+        // The fills' regions, in the terms of this application.
+        for &lam in &summary.fills {
+            let Some(&(start, extent)) = self.fill_regions.get(&lam) else { continue };
+            let [lam, start, extent] = [lam, start, extent].map(|e| {
+                let e = sigma.apply(&mut self.pool, e);
+                count.apply(&mut self.pool, e)
+            });
+            if !self.pool.is_star(lam) {
+                self.fill_regions.insert(lam, (start, extent));
+            }
+        }
         let gaps = self.coverage_gaps(loop_id, &summary, st, objects_at_entry);
         debug_assert!(gaps.is_empty(), "loop summary leaves values at stale contents: {gaps:?}");
         self.coverage_gaps.extend(gaps);
@@ -767,7 +852,18 @@ impl ApcBuilder<'_> {
                     Var::Nondet => Some(r.state.nondet_index),
                 };
                 // Values that depend on inner loops' counters are ⋆ (lightweight processLoop).
-                let val = val.filter(|&e| !self.pool.is_star(e) && !mentions(&self.pool, e, &r.fresh));
+                // Except an inner fill's memory ite(g, λ, …) whose g and λ do not: only
+                // `nested_fill` looks inside it (and the closed-form check, where its fresh
+                // symbols are universally quantified, which is stronger than needed).
+                let inner_fill = |pool: &crate::expr::ExprPool, e: ExprId| match pool.get(e) {
+                    crate::expr::Expr::Ite(g, lam, _) => {
+                        self.fill_regions.contains_key(lam) && !mentions(pool, *g, &r.fresh) && !mentions(pool, *lam, &r.fresh)
+                    }
+                    _ => false,
+                };
+                let val = val.filter(|&e| {
+                    !self.pool.is_star(e) && (!mentions(&self.pool, e, &r.fresh) || (matches!(v.var, Var::Mem(_)) && inner_fill(&self.pool, e)))
+                });
                 theta.push(val);
             }
             thetas.push(theta);
@@ -882,7 +978,8 @@ impl ApcBuilder<'_> {
         if let Some(e) = closed_form {
             debug!(loop = loop_id.0, count = %Printer::new(&self.pool).print(e), "iteration count in closed form");
         }
-        LoopSummary { loop_id, vars, after, looping, counters, backbone_counters, closed_form, uniform_after, aux, created_objects }
+        let fills = std::mem::take(&mut self.new_fills);
+        LoopSummary { loop_id, vars, after, looping, counters, backbone_counters, closed_form, uniform_after, aux, created_objects, fills }
     }
 }
 

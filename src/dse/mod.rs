@@ -31,7 +31,7 @@ use state::DseState;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tracing::{debug, info};
 use z3::ast::{Bool, BV};
 
@@ -97,6 +97,9 @@ const SLICE_BLOCKS: u32 = 4_096;
 const USE_COUNTER_GUESS: bool = false;
 /// Whether the frontier prefers paths that took more symbolic equalities on their equal side.
 const USE_MATCH_ORDER: bool = true;
+/// When the full APC starts pruning (see `search_inner`): the scalar skeleton prunes from the
+/// start.
+const FULL_APC_AFTER: Duration = Duration::from_millis(40);
 /// Longest pruning query (the APC may be large): undecided means "keep the state".
 const PRUNE_QUERY_MS: u32 = 250;
 /// The least time a pruning query is given after earlier ones ran out of time.
@@ -272,6 +275,7 @@ fn search_inner(
     clock: std::sync::Arc<solver::QueryClock>,
 ) -> (DseEnd, DseStats) {
     let mut stats = DseStats::default();
+    debug!("dse: started");
     let names = guide.map_or_else(|| Names::defaults(program), |g| g.names.clone());
     let dist = distances(program);
     let prefer = prefer::Preferences::new(&program.function, &dist);
@@ -279,14 +283,15 @@ fn search_inner(
     let mut exec = Executor { program, names: &names, stubbed: &limits.stubbed, stubbed_calls: Default::default(), inexact: None };
     let mut incomplete = Incomplete::default();
 
-    // The APC, in a solver of its own (see `PathSolver::check_apc`).
+    // The APC's scalar skeleton, in a solver of its own (see `PathSolver::check_skeleton`);
+    // the full APC is parsed (tens of milliseconds for a few kilobytes) only once the search
+    // has run `FULL_APC_AFTER`: many targets are found before it would have pruned anything.
+    let mut full_apc_pending = guide.is_some();
     if let Some(g) = guide {
-        if let Some(f) = g.apc_formula() {
-            solver.set_apc(&f, g.apc_stream_reads.clone());
-        }
         if let Some(f) = g.skeleton_formula() {
             solver.set_skeleton(&f, g.skeleton_stream_reads.clone());
         }
+        debug!("dse: APC and skeleton parsed");
     }
     let started = Instant::now();
     // The first guess of each loop's iteration counts: a model of the APC (loop navigation).
@@ -368,7 +373,15 @@ fn search_inner(
                     // scan makes thousands of states the APC never prunes).
                     let success = (full_pruned as f64 + 1.0) / (full_checks as f64 + 2.0);
                     let share = 0.1 + 0.7 * (success * 20.0).min(1.0);
-                    if r != Sat::No && full_seconds <= share * started.elapsed().as_secs_f64() + 0.2 {
+                    let running = started.elapsed();
+                    if r != Sat::No && full_apc_pending && running >= FULL_APC_AFTER {
+                        full_apc_pending = false;
+                        if let Some(f) = g.apc_formula() {
+                            solver.set_apc(&f, g.apc_stream_reads.clone());
+                        }
+                        debug!("dse: the full APC joins the pruning");
+                    }
+                    if r != Sat::No && !full_apc_pending && full_seconds <= share * running.as_secs_f64() + 0.05 {
                         let f = Instant::now();
                         r = solver.check_apc(&st.pc, &extra, st.nondet, &link, full_query_ms);
                         full_checks += 1;

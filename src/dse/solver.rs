@@ -78,6 +78,8 @@ pub struct PathSolver {
     /// Nondet positions whose link to the APC's stream is asserted in `apc`.
     linked: u64,
     next_guard: u64,
+    /// Every guard implication asserted so far, for an APC installed late.
+    implications: Vec<Bool>,
     pub calls: u64,
     /// Queries answered by a cached model instead of Z3.
     pub cache_hits: u64,
@@ -119,6 +121,7 @@ impl PathSolver {
             skeleton_reads: None,
             skeleton_linked: 0,
             apc_formula: None,
+            implications: vec![],
             linked: 0,
             next_guard: 0,
             calls: 0,
@@ -141,6 +144,7 @@ impl PathSolver {
             a.assert(&imp);
         }
         self.solver.assert(&imp);
+        self.implications.push(imp);
         PathCondition { head: Some(Rc::new(PcNode { parent: pc.head.clone(), guard, cond: cond.clone(), depth: pc.len() + 1 })) }
     }
 
@@ -204,11 +208,16 @@ impl PathSolver {
         self.models.iter().position(|m| extra.iter().all(|c| holds(m, c)) && pc.conds().all(|c| holds(m, c)))
     }
 
-    /// Installs the APC for [`PathSolver::check_apc`] (before any path condition exists);
-    /// `reads`: the stream positions it reads (`None`: unknown, any).
+    /// Installs the APC for [`PathSolver::check_apc`] (at any time: the path conditions'
+    /// guard implications so far are asserted with it); `reads`: the stream positions it reads
+    /// (`None`: unknown, any).
     pub fn set_apc(&mut self, apc: &Bool, reads: Option<BTreeSet<u64>>) {
         let s = Solver::new();
         s.assert(apc);
+        for imp in &self.implications {
+            s.assert(imp);
+        }
+        self.linked = 0;
         self.apc = Some(s);
         self.apc_reads = reads;
         self.apc_formula = Some(apc.clone());

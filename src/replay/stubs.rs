@@ -74,17 +74,24 @@ pub fn source(names: &[String]) -> String {
 
 /// The names in the linker's "undefined reference to `f'" errors.
 pub fn undefined_in_link_errors(stderr: &str) -> std::collections::BTreeSet<String> {
-    stderr
-        .lines()
-        .filter_map(|l| l.split("undefined reference to `").nth(1))
-        .filter_map(|r| r.split('\'').next())
-        .map(str::to_string)
-        .collect()
+    // GNU ld: "undefined reference to `foo'"; lld: "error: undefined symbol: foo".
+    let gnu = stderr.lines().filter_map(|l| l.split("undefined reference to `").nth(1)).filter_map(|r| r.split('\'').next());
+    let lld = stderr.lines().filter_map(|l| l.split("undefined symbol: ").nth(1)).map(str::trim);
+    gnu.chain(lld).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_symbols_are_read_from_either_linker() {
+        let gnu = "/usr/bin/ld: /tmp/x.o: in function `main':\nx.c:(.text+0x9): undefined reference to `zork'\n";
+        let lld = "ld.lld: error: undefined symbol: zork\n>>> referenced by u.c\n";
+        for err in [gnu, lld] {
+            assert_eq!(undefined_in_link_errors(err).into_iter().collect::<Vec<_>>(), vec!["zork".to_string()]);
+        }
+    }
 
     #[test]
     fn the_c_library_and_the_drivers_are_not_stubbed_and_unknown_functions_are() {

@@ -277,7 +277,7 @@ const JOIN_GRACE: Duration = Duration::from_secs(2);
 /// The same after a cancel: Z3 often takes 0.3-0.5 s to notice an interrupt in a bit-blasting
 /// query (measured on wp_windriver), and the portfolio's report waited that long after the
 /// DSE's witness. Workers left behind end the process through [`exit_now`].
-const CANCEL_GRACE: Duration = Duration::from_millis(20);
+const CANCEL_GRACE: Duration = Duration::from_millis(5);
 
 /// Set when a worker did not leave Z3 within [`JOIN_GRACE`] of being interrupted (some Z3
 /// phases never look at the interrupt flag; one such query grew to 4.7 GB and kept a 10 s run

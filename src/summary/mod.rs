@@ -120,6 +120,17 @@ impl LoopSummary {
     }
 }
 
+/// What the iterations of a loop being summarised do: its variables, θ^κ, each iteration
+/// backbone's θ and tests (with their fresh symbols), and the counters.
+#[derive(Clone, Copy)]
+struct Iterations<'a> {
+    vars: &'a [LoopVar],
+    iterated: &'a [Option<ExprId>],
+    thetas: &'a [Vec<Option<ExprId>>],
+    tests: &'a [(Vec<ExprId>, Vec<ExprId>)],
+    counters: &'a [ExprId],
+}
+
 impl ApcBuilder<'_> {
     /// Carried bit-vector variables that every iteration backbone moves by the same
     /// loop-invariant d: (index into `vars`, d).
@@ -224,18 +235,9 @@ impl ApcBuilder<'_> {
     /// prev{o(κ_i − 1) ↦ v(κ_i − 1)}, where `prev` (a fresh array) is the memory before that
     /// iteration. (Reusing M̲ for `prev`, as the paper's sketch does, would forget the earlier
     /// iterations' writes.) A constant count (a closed form over constants) selects its M_t.
-    #[allow(clippy::too_many_arguments)]
-    fn last_writes(
-        &mut self,
-        sym: ExprId,
-        k: usize,
-        prev: ExprId,
-        vars: &[LoopVar],
-        iterated: &[Option<ExprId>],
-        thetas: &[Vec<Option<ExprId>>],
-        counters: &[ExprId],
-    ) -> Option<ExprId> {
+    fn last_writes(&mut self, sym: ExprId, k: usize, prev: ExprId, it: &Iterations) -> Option<ExprId> {
         use crate::expr::Expr;
+        let Iterations { vars, iterated, thetas, counters, .. } = *it;
         let writers: Vec<usize> = (0..thetas.len()).filter(|&i| thetas[i][k] != Some(sym)).collect();
         let [i] = writers.as_slice() else { return None };
         if !matches!(self.pool.get(thetas[*i][k]?), Expr::Store { .. }) {
@@ -323,6 +325,32 @@ impl ApcBuilder<'_> {
         Some(result)
     }
 
+    /// The state after `t` iterations in total, whatever their mix of iteration backbones:
+    /// unchanged variables keep their symbol, variables every backbone moves by the same d are
+    /// v̲ + d·t, the others ⋆. Also whether any variable is uniform.
+    fn state_at_total_index(&mut self, vars: &[LoopVar], iterated: &[Option<ExprId>], thetas: &[Vec<Option<ExprId>>], t: ExprId) -> (Substitution, bool) {
+        use crate::expr::BvOp;
+        let uniform = self.uniform_increments(vars, thetas);
+        let mut at = Substitution::new();
+        let mut any_uniform = false;
+        for (k, v) in vars.iter().enumerate() {
+            if !v.carried || iterated[k] == Some(v.symbol) {
+                continue;
+            }
+            let e = match uniform.iter().find(|(u, _)| *u == k) {
+                Some(&(_, d)) => {
+                    any_uniform = true;
+                    let tw = self.pool.resize(t, self.pool.width(v.symbol));
+                    let dt = self.pool.bin(BvOp::Mul, d, tw);
+                    self.pool.bin(BvOp::Add, v.symbol, dt)
+                }
+                None => self.pool.star(self.pool.sort(v.symbol)),
+            };
+            at.insert(v.symbol, e);
+        }
+        (at, any_uniform)
+    }
+
     /// Remembers the region of a fill λ (see `ApcBuilder::fill_regions`).
     fn note_fill(&mut self, f: &fill::Fill) {
         if let Some(region) = f.region {
@@ -400,41 +428,16 @@ impl ApcBuilder<'_> {
     /// ite(tests₁(t), v₁(t), ite(tests₂(t), v₂(t), …)) (a backbone that does not store leaves
     /// the slot's old bytes). [`fill::fill`] turns that into the memory after Σκ iterations;
     /// `prev` (a fresh array) stands for it where the fill's guard fails.
-    #[allow(clippy::too_many_arguments)]
-    fn mixed_fill(
-        &mut self,
-        sym: ExprId,
-        k: usize,
-        prev: ExprId,
-        vars: &[LoopVar],
-        iterated: &[Option<ExprId>],
-        thetas: &[Vec<Option<ExprId>>],
-        iteration_tests: &[(Vec<ExprId>, Vec<ExprId>)],
-        counters: &[ExprId],
-    ) -> Option<ExprId> {
+    fn mixed_fill(&mut self, sym: ExprId, k: usize, prev: ExprId, it: &Iterations) -> Option<ExprId> {
         use crate::expr::{BvOp, Expr};
+        let Iterations { vars, iterated, thetas, tests: iteration_tests, counters } = *it;
         if thetas.len() < 2 || iteration_tests.iter().any(|(_, fresh)| !fresh.is_empty()) {
             return None;
         }
         self.next_aux += 1;
         let n = self.next_aux;
         let t = self.pool.symbol(&format!("t{n}"), Sort::Bv(64), SymbolKind::Aux);
-        let uniform = self.uniform_increments(vars, thetas);
-        let mut at_t = Substitution::new();
-        for (j, v) in vars.iter().enumerate() {
-            if !v.carried || iterated[j] == Some(v.symbol) {
-                continue;
-            }
-            let e = match uniform.iter().find(|(u, _)| *u == j) {
-                Some(&(_, d)) => {
-                    let tw = self.pool.resize(t, self.pool.width(v.symbol));
-                    let dt = self.pool.bin(BvOp::Mul, d, tw);
-                    self.pool.bin(BvOp::Add, v.symbol, dt)
-                }
-                None => self.pool.star(self.pool.sort(v.symbol)),
-            };
-            at_t.insert(v.symbol, e);
-        }
+        let (at_t, _) = self.state_at_total_index(vars, iterated, thetas, t);
         // Each backbone's store (offset, value, width) at index t, or None when it stores nothing.
         let mut stores = vec![];
         for theta in thetas {
@@ -510,28 +513,7 @@ impl ApcBuilder<'_> {
             _ => return None,
         };
         let tau = self.pool.symbol(&format!("τΣ{n}"), Sort::Bv(64), SymbolKind::Tau(n));
-        let uniform = self.uniform_increments(vars, thetas);
-        let mut at_tau = Substitution::new();
-        let mut any_uniform = false;
-        for (k, v) in vars.iter().enumerate() {
-            // Unchanged variables keep their symbol; uniform ones move with τ; others are ⋆.
-            if !v.carried || iterated[k] == Some(v.symbol) {
-                continue;
-            }
-            match uniform.iter().find(|(u, _)| *u == k) {
-                Some(&(_, d)) => {
-                    any_uniform = true;
-                    let t = self.pool.resize(tau, self.pool.width(v.symbol));
-                    let dt = self.pool.bin(crate::expr::BvOp::Mul, d, t);
-                    let e = self.pool.bin(crate::expr::BvOp::Add, v.symbol, dt);
-                    at_tau.insert(v.symbol, e);
-                }
-                None => {
-                    let star = self.pool.star(self.pool.sort(v.symbol));
-                    at_tau.insert(v.symbol, star);
-                }
-            }
-        }
+        let (at_tau, any_uniform) = self.state_at_total_index(vars, iterated, thetas, tau);
         if !any_uniform {
             return None;
         }
@@ -891,12 +873,13 @@ impl ApcBuilder<'_> {
             if let (Var::Mem(_), None) = (&v.var, iterated[k]) {
                 self.next_aux += 1;
                 let a = self.pool.symbol(&format!("{}′{}", v.name, self.next_aux), Sort::MEMORY, SymbolKind::Aux);
-                let last = self.last_writes(v.symbol, k, a, &vars, &iterated, &thetas, &counters);
+                let it = Iterations { vars: &vars, iterated: &iterated, thetas: &thetas, tests: &iteration_tests, counters: &counters };
+                let last = self.last_writes(v.symbol, k, a, &it);
                 let mixed = || complete_tests.then_some(());
                 let m = match last {
                     Some(m) => m,
                     None => mixed()
-                        .and_then(|()| self.mixed_fill(v.symbol, k, a, &vars, &iterated, &thetas, &iteration_tests, &counters))
+                        .and_then(|()| self.mixed_fill(v.symbol, k, a, &it))
                         .unwrap_or(a),
                 };
                 after[k] = Some(m);

@@ -482,3 +482,17 @@ fn a_matrix_filled_row_by_row_holds_every_value() {
     let r = reach("matrix_twin", &src("a[x][y] == 1517 && v == 0"), "f", &["--timeout", "20"]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");
 }
+
+#[test]
+fn a_fill_models_writes_stay_inside_the_array() {
+    // Nothing bounds n but the array: a model with n in the millions writes past A and crashes
+    // its replay. The fill's region inside A is asked for first (a preference, not a fact).
+    let src = "void f(int a, int b) { unsigned char A[300] = {0}; unsigned n = (unsigned)(a + 30) * 5;\n\
+               for (unsigned i = 0; i < n; i++) A[i] = i * 3 + 1;\n\
+               if ((unsigned)(b + 60) < n && A[b + 60] == 0) reach_error(); }";
+    let r = reach("fill_in_bounds", src, "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let a = r["witness"]["inputs"].as_array().unwrap().iter().find(|i| i["name"] == "a").expect("a")["c_value"].as_i64().unwrap();
+    let n = (a as u32).wrapping_add(30).wrapping_mul(5);
+    assert!(n <= 300, "n = {n} stays within A[300]: {r:#}");
+}

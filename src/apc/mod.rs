@@ -37,6 +37,9 @@ pub struct Apc {
     pub timed_out: bool,
     /// The summary computed for each loop (first context met), for the report.
     pub summaries: Vec<(LoopId, Rc<LoopSummary>)>,
+    /// Preferences for models, never facts (a fill loop's writes inside their object): the
+    /// `apc` engine asks with them first and drops them when they leave no model.
+    pub hints: Vec<ExprId>,
 }
 
 /// Adds a test to a conjunction: ⋆ tests are dropped (sound), conjunctions are split so that a
@@ -91,6 +94,10 @@ pub struct ApcBuilder<'a> {
     pub(crate) fill_regions: HashMap<ExprId, (ExprId, ExprId)>,
     /// Fill λs noted while the current loop is summarised (moved into its `LoopSummary`).
     pub(crate) new_fills: Vec<ExprId>,
+    /// The same for model preferences (`LoopSummary::hints`), and those of the applications
+    /// on the backbones (`Apc::hints`).
+    pub(crate) new_hints: Vec<ExprId>,
+    pub(crate) hints: Vec<ExprId>,
     /// Solver time left for the checks that sharpen summaries.
     pub(crate) check_budget: crate::summary::CheckBudget,
     /// When building must stop (`--timeout`); past it paths are cut short and the APC is marked
@@ -113,6 +120,8 @@ impl<'a> ApcBuilder<'a> {
             coverage_gaps: vec![],
             fill_regions: HashMap::new(),
             new_fills: vec![],
+            new_hints: vec![],
+            hints: vec![],
             check_budget: Default::default(),
             deadline: None,
             timed_out: false,
@@ -225,6 +234,7 @@ impl<'a> ApcBuilder<'a> {
             complete: !structure.truncated && !timed_out,
             timed_out,
             summaries: self.first_summary,
+            hints: self.hints,
         };
         (apc, self.pool, self.coverage_gaps)
     }

@@ -150,6 +150,7 @@ impl ApcEngine {
                 })
                 .collect::<Vec<_>>()
         });
+        hints.extend(apc.hints.iter().copied());
         let mut models = 0u32;
         let timing = |out: &mut EngineResult, key: &str, secs: f64| {
             *out.timings.entry(key.to_string()).or_insert(0.0) += secs;

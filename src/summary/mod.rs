@@ -99,6 +99,8 @@ pub struct LoopSummary {
     pub uniform_after: Vec<(usize, ExprId)>,
     /// Fresh symbols standing for memory written by the loop (existential, like counters).
     pub aux: Vec<ExprId>,
+    /// Preferences for models (never facts): fills within their objects (`note_fill`).
+    pub hints: Vec<ExprId>,
     /// Objects allocated inside the loop: unknown after it.
     pub created_objects: Vec<ObjectId>,
     /// The fill λs in `after` whose region is known (`ApcBuilder::fill_regions`).
@@ -319,7 +321,7 @@ impl ApcBuilder<'_> {
             result = self.pool.ite(is_t, chain[t as usize], result);
         }
         if let Some(f) = fill {
-            self.note_fill(&f);
+            self.note_fill(&f, vars, sym);
             result = self.pool.ite(f.guard, f.memory, result);
         }
         Some(result)
@@ -352,10 +354,28 @@ impl ApcBuilder<'_> {
     }
 
     /// Remembers the region of a fill λ (see `ApcBuilder::fill_regions`).
-    fn note_fill(&mut self, f: &fill::Fill) {
-        if let Some(region) = f.region {
-            self.fill_regions.insert(f.memory, region);
-            self.new_fills.push(f.memory);
+    /// With the object's size, a preference for models whose fill stays inside the object
+    /// (`start + extent ≤ size`): never a fact, since a program may write past an array, but
+    /// a model that does (`n` = 700 million for `A[300]`) crashes its replay.
+    fn note_fill(&mut self, f: &fill::Fill, vars: &[LoopVar], sym: ExprId) {
+        use crate::ir::IntPredicate::{Eq, Ule};
+        let Some((start, extent)) = f.region else { return };
+        self.fill_regions.insert(f.memory, (start, extent));
+        self.new_fills.push(f.memory);
+        let size = vars.iter().find(|v| v.symbol == sym).and_then(|v| match v.var {
+            Var::Mem(o) => self.inputs.object(o).size,
+            _ => None,
+        });
+        if let Some(size) = size {
+            let size = self.pool.bv(64, size);
+            let zero = self.pool.bv(64, 0);
+            let empty = self.pool.cmp(Eq, extent, zero);
+            let room = self.pool.bin(crate::expr::BvOp::Sub, size, start);
+            let starts_inside = self.pool.cmp(Ule, start, size);
+            let fits = self.pool.cmp(Ule, extent, room);
+            let inside = self.pool.and([starts_inside, fits]);
+            let hint = self.pool.or([empty, inside]);
+            self.new_hints.push(hint);
         }
     }
 
@@ -412,7 +432,7 @@ impl ApcBuilder<'_> {
         self.next_aux += 1;
         let rho = self.pool.symbol(&format!("ρ{}", self.next_aux), Sort::Bv(64), SymbolKind::Aux);
         let f = fill::fill(&mut self.pool, sym, counter, counter, start, fill::Block::Region { memory: lam, extent }, rho)?;
-        self.note_fill(&f);
+        self.note_fill(&f, vars, sym);
         let guard = self.pool.and([g, f.guard]);
         debug!(fill = %Printer::new(&self.pool).print(f.memory), "a fill of inner fills");
         Some(self.pool.ite(guard, f.memory, prev))
@@ -488,7 +508,7 @@ impl ApcBuilder<'_> {
         }
         let var = self.pool.symbol(&format!("ρ{n}"), Sort::Bv(64), SymbolKind::Aux);
         let f = fill::fill(&mut self.pool, sym, t, total, offset, fill::Block::Store { value: value?, width }, var)?;
-        self.note_fill(&f);
+        self.note_fill(&f, vars, sym);
         guard.push(f.guard);
         let guard = self.pool.and(guard);
         debug!(fill = %Printer::new(&self.pool).print(f.memory), "a fill over several iteration backbones");
@@ -682,6 +702,17 @@ impl ApcBuilder<'_> {
         for &o in &summary.created_objects {
             let s = self.pool.star(Sort::MEMORY);
             st.set_memory(o, s);
+        }
+        // The summary's preferences, on the path's own symbols only (inside an enclosing loop's
+        // iteration they would speak of that loop's entry symbols).
+        if self.inputs.iteration_depth == 0 {
+            for &h in &summary.hints {
+                let h = sigma.apply(&mut self.pool, h);
+                let h = count.apply(&mut self.pool, h);
+                if !self.pool.is_star(h) && !self.hints.contains(&h) {
+                    self.hints.push(h);
+                }
+            }
         }
         // The fills' regions, in the terms of this application.
         for &lam in &summary.fills {
@@ -962,7 +993,8 @@ impl ApcBuilder<'_> {
             debug!(loop = loop_id.0, count = %Printer::new(&self.pool).print(e), "iteration count in closed form");
         }
         let fills = std::mem::take(&mut self.new_fills);
-        LoopSummary { loop_id, vars, after, looping, counters, backbone_counters, closed_form, uniform_after, aux, created_objects, fills }
+        let hints = std::mem::take(&mut self.new_hints);
+        LoopSummary { loop_id, vars, after, looping, counters, backbone_counters, closed_form, uniform_after, aux, created_objects, fills, hints }
     }
 }
 

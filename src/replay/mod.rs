@@ -108,47 +108,35 @@ impl Replayer {
         // The program and the driver compile at once on two cores (about 30 ms each), then the
         // static link (with lld when it is installed: faster than GNU ld).
         let (program_o, driver_o) = (rp.dir.path().join("program.o"), rp.dir.path().join("driver.o"));
-        let compile = |src: &Path, obj: &Path, flags: &[String]| -> Result<std::process::Output> {
-            let mut args: Vec<&std::ffi::OsStr> = vec!["-O0".as_ref(), "-w".as_ref(), "-c".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
-            args.extend(flags.iter().map(|f| std::ffi::OsStr::new(f.as_str())));
-            args.extend([src.as_os_str(), "-o".as_ref(), obj.as_os_str()]);
-            run_clang(&args, obj.parent().unwrap_or(Path::new(".")))
-        };
         let failed = |out: &std::process::Output| {
             let stderr = String::from_utf8_lossy(&out.stderr);
             Error::internal(format!("building the replay program failed: {}", stderr.lines().find(|l| l.contains("error")).unwrap_or("")))
         };
-        let program_build = std::thread::scope(|s| {
-            let flags = &rp.link_flags;
-            let h = s.spawn(|| compile(&bc, &program_o, flags));
-            let driver_first = {
-                let mut source = driver::generate_replay(&rp.spec());
-                if let Some(stubs) = &rp.stubs {
-                    source.push_str(stubs);
-                }
-                write(&driver, source.as_bytes()).and_then(|()| compile(&driver, &driver_o, flags))
-            };
-            (h.join().unwrap_or_else(|_| Err(Error::internal("the compile thread panicked"))), driver_first)
-        });
-        let (program_out, driver_out) = program_build;
-        let (program_out, driver_out) = (program_out?, driver_out?);
-        for out in [&program_out, &driver_out] {
-            if !out.status.success() {
-                return Err(failed(out));
+        let compile = |src: &Path, obj: &Path, flags: &[String]| -> Result<()> {
+            let mut args: Vec<&std::ffi::OsStr> = vec!["-O0".as_ref(), "-w".as_ref(), "-c".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
+            args.extend(flags.iter().map(|f| std::ffi::OsStr::new(f.as_str())));
+            args.extend([src.as_os_str(), "-o".as_ref(), obj.as_os_str()]);
+            let out = run_clang(&args, rp.dir.path())?;
+            if out.status.success() { Ok(()) } else { Err(failed(&out)) }
+        };
+        // The driver with the stubs known so far.
+        let build_driver = |rp: &Replayer| -> Result<()> {
+            let mut source = driver::generate_replay(&rp.spec());
+            if let Some(stubs) = &rp.stubs {
+                source.push_str(stubs);
             }
-        }
+            write(&driver, source.as_bytes())?;
+            compile(&driver, &driver_o, &rp.link_flags)
+        };
+        std::thread::scope(|s| {
+            let program = s.spawn(|| compile(&bc, &program_o, &rp.link_flags));
+            let driver = build_driver(&rp);
+            program.join().unwrap_or_else(|_| Err(Error::internal("the compile thread panicked"))).and(driver)
+        })?;
         let lld = Path::new("/usr/lib/llvm-19/bin/ld.lld").is_file();
         for attempt in 0..2 {
             if attempt > 0 {
-                let mut source = driver::generate_replay(&rp.spec());
-                if let Some(stubs) = &rp.stubs {
-                    source.push_str(stubs);
-                }
-                write(&driver, source.as_bytes())?;
-                let out = compile(&driver, &driver_o, &rp.link_flags)?;
-                if !out.status.success() {
-                    return Err(failed(&out));
-                }
+                build_driver(&rp)?;
             }
             let mut args: Vec<&std::ffi::OsStr> = vec!["-static".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
             if lld {
@@ -160,13 +148,9 @@ impl Replayer {
             if out.status.success() {
                 return Ok(rp);
             }
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let missing = stubs::undefined_in_link_errors(&stderr);
+            let missing = stubs::undefined_in_link_errors(&String::from_utf8_lossy(&out.stderr));
             if attempt == 1 || missing.is_empty() {
-                return Err(Error::internal(format!(
-                    "building the replay program failed: {}",
-                    stderr.lines().find(|l| l.contains("error")).unwrap_or("")
-                )));
+                return Err(failed(&out));
             }
             debug!(?missing, "stubbing functions the link missed for replay");
             rp.stubbed.extend(missing);

@@ -239,15 +239,16 @@ impl ApcBuilder<'_> {
     /// iterations' writes.) A constant count (a closed form over constants) selects its M_t.
     fn last_writes(&mut self, sym: ExprId, k: usize, prev: ExprId, it: &Iterations) -> Option<ExprId> {
         use crate::expr::Expr;
-        let Iterations { vars, iterated, thetas, counters, .. } = *it;
+        let Iterations { vars, thetas, counters, .. } = *it;
         let writers: Vec<usize> = (0..thetas.len()).filter(|&i| thetas[i][k] != Some(sym)).collect();
         let [i] = writers.as_slice() else { return None };
-        if !matches!(self.pool.get(thetas[*i][k]?), Expr::Store { .. }) {
-            return self.nested_fill(sym, prev, vars, iterated, thetas[*i][k]?, counters[*i]);
+        let theta = thetas[*i][k]?;
+        if !matches!(self.pool.get(theta), Expr::Store { .. }) {
+            return self.nested_fill(sym, prev, it, theta, counters[*i]);
         }
         // The stores of that iteration, innermost first, directly over M̲.
         let mut stores = vec![];
-        let mut m = thetas[*i][k]?;
+        let mut m = theta;
         while m != sym {
             match self.pool.get(m).clone() {
                 Expr::Store { array, offset, value, width } => {
@@ -259,11 +260,7 @@ impl ApcBuilder<'_> {
         }
         stores.reverse();
         // θ^κ⟨e⟩[κ_i ↦ κ_i − 1]: the state at the start of the last π_i iteration.
-        let mut at_last = Substitution::new();
-        for (j, v) in vars.iter().enumerate() {
-            let e = iterated[j].unwrap_or_else(|| self.pool.star(self.pool.sort(v.symbol)));
-            at_last.insert(v.symbol, e);
-        }
+        let at_last = self.state_at_iteration_start(it);
         let one = self.pool.bv(64, 1);
         let minus_one = self.pool.bin(crate::expr::BvOp::Sub, counters[*i], one);
         let mut prev_iteration = Substitution::new();
@@ -327,6 +324,16 @@ impl ApcBuilder<'_> {
         Some(result)
     }
 
+    /// θ^κ as a substitution: the state at the start of iteration κ (⋆ where it is unknown).
+    fn state_at_iteration_start(&mut self, it: &Iterations) -> Substitution {
+        let mut at = Substitution::new();
+        for (v, e) in it.vars.iter().zip(it.iterated) {
+            let e = e.unwrap_or_else(|| self.pool.star(self.pool.sort(v.symbol)));
+            at.insert(v.symbol, e);
+        }
+        at
+    }
+
     /// The state after `t` iterations in total, whatever their mix of iteration backbones:
     /// unchanged variables keep their symbol, variables every backbone moves by the same d are
     /// v̲ + d·t, the others ⋆. Also whether any variable is uniform.
@@ -386,16 +393,7 @@ impl ApcBuilder<'_> {
     /// are disjoint and [`fill::fill`] lays them side by side ([`fill::Block::Region`]). The λ
     /// must read the memory only where it did not write (its fallback M̲[ρ]): inside row q the
     /// memory at iteration q is then M̲'s, as earlier rows lie elsewhere.
-    #[allow(clippy::too_many_arguments)]
-    fn nested_fill(
-        &mut self,
-        sym: ExprId,
-        prev: ExprId,
-        vars: &[LoopVar],
-        iterated: &[Option<ExprId>],
-        theta: ExprId,
-        counter: ExprId,
-    ) -> Option<ExprId> {
+    fn nested_fill(&mut self, sym: ExprId, prev: ExprId, it: &Iterations, theta: ExprId, counter: ExprId) -> Option<ExprId> {
         use crate::expr::Expr;
         let (g, lam) = match self.pool.get(theta).clone() {
             Expr::Ite(g, a, _) if self.fill_regions.contains_key(&a) => (Some(g), a),
@@ -410,11 +408,7 @@ impl ApcBuilder<'_> {
         }
         // The state at the start of iteration κ; the memory stays M̲ inside the λ (see above),
         // and is ⋆ anywhere else.
-        let mut at = Substitution::new();
-        for (j, v) in vars.iter().enumerate() {
-            let e = iterated[j].unwrap_or_else(|| self.pool.star(self.pool.sort(v.symbol)));
-            at.insert(v.symbol, e);
-        }
+        let mut at = self.state_at_iteration_start(it);
         let mut parts = vec![];
         for e in [g.unwrap_or_else(|| self.pool.bool(true)), start, extent] {
             let e = at.apply(&mut self.pool, e);
@@ -432,7 +426,7 @@ impl ApcBuilder<'_> {
         self.next_aux += 1;
         let rho = self.pool.symbol(&format!("ρ{}", self.next_aux), Sort::Bv(64), SymbolKind::Aux);
         let f = fill::fill(&mut self.pool, sym, counter, counter, start, fill::Block::Region { memory: lam, extent }, rho)?;
-        self.note_fill(&f, vars, sym);
+        self.note_fill(&f, it.vars, sym);
         let guard = self.pool.and([g, f.guard]);
         debug!(fill = %Printer::new(&self.pool).print(f.memory), "a fill of inner fills");
         Some(self.pool.ite(guard, f.memory, prev))
@@ -905,15 +899,9 @@ impl ApcBuilder<'_> {
                 self.next_aux += 1;
                 let a = self.pool.symbol(&format!("{}′{}", v.name, self.next_aux), Sort::MEMORY, SymbolKind::Aux);
                 let it = Iterations { vars: &vars, iterated: &iterated, thetas: &thetas, tests: &iteration_tests, counters: &counters };
-                let last = self.last_writes(v.symbol, k, a, &it);
-                let mixed = || complete_tests.then_some(());
-                let m = match last {
-                    Some(m) => m,
-                    None => mixed()
-                        .and_then(|()| self.mixed_fill(v.symbol, k, a, &it))
-                        .unwrap_or(a),
-                };
-                after[k] = Some(m);
+                // Several writing backbones need exact tests to tell which one stored (`mixed_fill`).
+                let m = self.last_writes(v.symbol, k, a, &it).or_else(|| if complete_tests { self.mixed_fill(v.symbol, k, a, &it) } else { None });
+                after[k] = Some(m.unwrap_or(a));
                 aux.push(a);
             }
         }

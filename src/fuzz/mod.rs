@@ -125,12 +125,17 @@ fn mkdir_open(path: &Path) -> Result<()> {
 
 /// libFuzzer's runtime archive. Linked by path rather than with `-fsanitize=fuzzer`, which
 /// would also link its interceptors: they find the real `strcmp` & co. with `dlsym`, which a
-/// static executable does not have (they crash at start-up).
+/// static executable does not have (they crash at start-up). Asked of clang once per process
+/// (a batch builds many fuzzers).
 fn fuzzer_runtime() -> Result<PathBuf> {
+    static RUNTIME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(p) = RUNTIME.get() {
+        return Ok(p.clone());
+    }
     let out = run_tool(&clang_path(), &["-print-file-name=libclang_rt.fuzzer-x86_64.a".as_ref()], &std::env::temp_dir())?;
     let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     if path.is_absolute() && path.is_file() {
-        Ok(path)
+        Ok(RUNTIME.get_or_init(|| path).clone())
     } else {
         Err(Error::internal(format!("libFuzzer's runtime libclang_rt.fuzzer-x86_64.a was not found (Debian package {RUNTIME_PACKAGE})")))
     }
@@ -164,50 +169,71 @@ impl Fuzzer {
         let d = dir.path();
         let (bc, obj, renamed) = (d.join("program.bc"), d.join("program.o"), d.join("program-fuzz.o"));
         write(&bc, &loaded.instrumented_bitcode)?;
-        let out = run_tool(
-            &clang,
-            &[
-                "-O0".as_ref(),
-                "-w".as_ref(),
-                "-c".as_ref(),
-                "-fsanitize=fuzzer-no-link".as_ref(),
-                "--target=x86_64-pc-linux-gnu".as_ref(),
-                bc.as_os_str(),
-                "-o".as_ref(),
-                obj.as_os_str(),
-            ],
-            d,
-        )?;
-        if !out.status.success() {
-            return Err(Error::internal(format!("compiling the program for fuzzing failed: {}", first_error(&out.stderr))));
-        }
-        let mut objcopy_args: Vec<String> = vec![];
-        for (old, new, _) in cdriver::redirects(&loaded.declared_functions) {
-            objcopy_args.push(format!("--redefine-sym={old}={new}"));
-        }
-        for (old, new) in cdriver::DATA_SECTIONS {
-            objcopy_args.push(format!("--rename-section={old}={new}"));
-        }
-        let mut args: Vec<&std::ffi::OsStr> = objcopy_args.iter().map(|a| a.as_ref()).collect();
-        args.extend([obj.as_os_str(), renamed.as_os_str()]);
-        let objcopy = llvm_tool("llvm-objcopy");
-        let out = run_tool(&objcopy, &args, dir.path())?;
-        if !out.status.success() {
-            return Err(Error::internal(format!("{} failed: {}", objcopy.display(), first_error(&out.stderr))));
-        }
         let driver = d.join("fuzz-driver.c");
-        write(&driver, cdriver::generate(&spec, &layout).as_bytes())?;
+        let driver_o = d.join("fuzz-driver.o");
         let exe = d.join("fuzz");
-        let stubs = d.join("stubs.c");
-        // Functions nobody defines get stubs from the start (as in replay; see
-        // `replay::stubs`), and a link that still misses some gets them added.
+        // Functions nobody defines get stubs (appended to the driver) from the start, as in
+        // replay (see `replay::stubs`); a link that still misses some gets them added.
         let mut stubbed = crate::replay::stubs::predicted(&loaded.declared_functions);
-        write(&stubs, crate::replay::stubs::source(&stubbed).as_bytes())?;
+        let driver_source = cdriver::generate(&spec, &layout);
+        let build_driver = |stubbed: &[String]| -> Result<()> {
+            let mut source = driver_source.clone();
+            source.push_str(&crate::replay::stubs::source(stubbed));
+            write(&driver, source.as_bytes())?;
+            let args: [&std::ffi::OsStr; 7] =
+                ["-O1".as_ref(), "-w".as_ref(), "-c".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref(), driver.as_os_str(), "-o".as_ref(), driver_o.as_os_str()];
+            let out = run_tool(&clang, &args, d)?;
+            if out.status.success() { Ok(()) } else { Err(Error::internal(format!("compiling the fuzzing driver failed: {}", first_error(&out.stderr)))) }
+        };
+        // The program (instrumented, then its symbols renamed) and the driver compile at once
+        // on two cores; then one static link, with lld when it is installed.
+        let program = || -> Result<()> {
+            let out = run_tool(
+                &clang,
+                &[
+                    "-O0".as_ref(),
+                    "-w".as_ref(),
+                    "-c".as_ref(),
+                    "-fsanitize=fuzzer-no-link".as_ref(),
+                    "--target=x86_64-pc-linux-gnu".as_ref(),
+                    bc.as_os_str(),
+                    "-o".as_ref(),
+                    obj.as_os_str(),
+                ],
+                d,
+            )?;
+            if !out.status.success() {
+                return Err(Error::internal(format!("compiling the program for fuzzing failed: {}", first_error(&out.stderr))));
+            }
+            let mut objcopy_args: Vec<String> = vec![];
+            for (old, new, _) in cdriver::redirects(&loaded.declared_functions) {
+                objcopy_args.push(format!("--redefine-sym={old}={new}"));
+            }
+            for (old, new) in cdriver::DATA_SECTIONS {
+                objcopy_args.push(format!("--rename-section={old}={new}"));
+            }
+            let mut args: Vec<&std::ffi::OsStr> = objcopy_args.iter().map(|a| a.as_ref()).collect();
+            args.extend([obj.as_os_str(), renamed.as_os_str()]);
+            let objcopy = llvm_tool("llvm-objcopy");
+            let out = run_tool(&objcopy, &args, d)?;
+            if out.status.success() { Ok(()) } else { Err(Error::internal(format!("{} failed: {}", objcopy.display(), first_error(&out.stderr)))) }
+        };
+        std::thread::scope(|s| {
+            let program = s.spawn(program);
+            let driver = build_driver(&stubbed);
+            program.join().unwrap_or_else(|_| Err(Error::internal("the fuzzing compile thread panicked"))).and(driver)
+        })?;
         for attempt in 0..2 {
-            let mut args: Vec<&std::ffi::OsStr> = vec!["-O1".as_ref(), "-w".as_ref(), "-static".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
-            args.extend([driver.as_os_str(), renamed.as_os_str(), stubs.as_os_str()]);
+            if attempt > 0 {
+                build_driver(&stubbed)?;
+            }
+            let mut args: Vec<&std::ffi::OsStr> = vec!["-static".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
+            if let Some(flag) = crate::replay::lld_flag() {
+                args.push(flag.as_ref());
+            }
+            args.extend([driver_o.as_os_str(), renamed.as_os_str()]);
             args.extend([runtime.as_os_str(), "-lstdc++".as_ref(), "-lm".as_ref(), "-lpthread".as_ref(), "-o".as_ref(), exe.as_os_str()]);
-            let out = run_tool(&clang, &args, dir.path())?;
+            let out = run_tool(&clang, &args, d)?;
             if out.status.success() {
                 info!(elapsed = ?start.elapsed(), exe = %exe.display(), "fuzzer built");
                 return Ok(Fuzzer { dir, exe, layout, sessions: AtomicU32::new(0), keep_temps });
@@ -218,7 +244,6 @@ impl Fuzzer {
             }
             debug!(?missing, "stubbing functions the link missed for fuzzing");
             stubbed.extend(missing);
-            write(&stubs, crate::replay::stubs::source(&stubbed).as_bytes())?;
         }
         Err(Error::internal("linking the fuzzer failed"))
     }
@@ -452,7 +477,9 @@ impl Session {
                     continue;
                 }
                 crashes += 1;
+                let t_trace = Instant::now();
                 let trace = self.trace(&bytes, limits.deadline, cancel)?;
+                debug!(elapsed = ?t_trace.elapsed(), hit = trace.hit, "crash traced");
                 if !trace.hit {
                     debug!(%name, "a crash that is not the target");
                     continue;

@@ -253,8 +253,9 @@ void f(struct req *r, const char *body) {
                 name: "r".into(),
                 bytes: vec![0; 24 + BUFFER_SLACK],
                 pointees: vec![Pointee { offset: 0, bytes: empty(), pointees: vec![] }, Pointee { offset: 8, bytes: empty(), pointees: vec![] }],
+                front: 0,
             },
-            ParamInput::Buffer { name: "body".into(), bytes: empty(), pointees: vec![] },
+            ParamInput::Buffer { name: "body".into(), bytes: empty(), pointees: vec![], front: 0 },
         ],
         nondet: vec![],
     };

@@ -65,7 +65,7 @@ void f(const char *s, signed char c, long n, char **pp) {
         slots.extend([0u8; 8]);
         Witness {
             params: vec![
-                ParamInput::Buffer { name: "s".into(), bytes: b"xy\0".to_vec(), pointees: vec![] },
+                ParamInput::Buffer { name: "s".into(), bytes: b"xy\0".to_vec(), pointees: vec![], front: 0 },
                 ParamInput::Int { name: "c".into(), width: 8, value: c },
                 ParamInput::Int { name: "n".into(), width: 64, value: (-5i64) as u64 },
                 ParamInput::Buffer {
@@ -75,6 +75,7 @@ void f(const char *s, signed char c, long n, char **pp) {
                         Pointee { offset: 0, bytes: b"a\0".to_vec(), pointees: vec![] },
                         Pointee { offset: 8, bytes: b"q\0".to_vec(), pointees: vec![] },
                     ],
+                    front: 0,
                 },
             ],
             nondet: vec![nondet],

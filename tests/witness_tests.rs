@@ -290,3 +290,55 @@ fn a_line_target_that_moved_to_another_block_warns() {
     assert_eq!(moved.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("warning: line moved.c:5 now names block") && stderr.contains("did an edit move the code?"), "{stderr}");
 }
+
+/// A string library keeps its length in a header in front of the characters (`s[-1]` holds
+/// the type, `((struct hdr *)(s - 3))->len` the length): the bytes the function reads before
+/// the address are inputs too. Every engine finds a witness with those bytes, the
+/// replay and the emitted test put them in front of the buffer, and the human report shows
+/// them as `s[-8..-1]`. The twin asks for a header byte that contradicts itself.
+const STRING_HEADER: &str = r#"
+#include <stdint.h>
+#include <stddef.h>
+extern void reach_error(void);
+struct __attribute__((packed)) hdr8 { uint8_t len; uint8_t alloc; unsigned char flags; char buf[]; };
+static size_t slen(const char *s) {
+    unsigned char flags = s[-1];
+    if ((flags & 7) == 1)
+        return ((const struct hdr8 *)(s - sizeof(struct hdr8)))->len;
+    return 0;
+}
+void check(const char *s) {
+    if (slen(s) == 42 && s[0] == 'x')
+        reach_error();
+}
+void twin(const char *s) {
+    if ((s[-1] & 7) == 1 && (s[-1] & 3) == 2)
+        reach_error();
+}
+"#;
+
+#[test]
+fn bytes_in_front_of_a_string_are_inputs() {
+    for engine in ["apc", "dse", "fuzz"] {
+        let d = tempfile::tempdir().unwrap();
+        let p = c_program("hdr", STRING_HEADER);
+        let r = json_report(&p.path, &["--function", "check", "--call", "reach_error", "--engine", engine, "--timeout", "30", "--emit-tests", d.path().to_str().unwrap()]);
+        assert_eq!(r["verdict"], "reachable", "{engine}: {r:#}");
+        let s = &r["witness"]["inputs"][0];
+        let front = s["front"].as_u64().expect("the buffer has bytes in front of the address");
+        assert!(front >= 3, "{engine}: {s}");
+        let bytes: Vec<u64> = s["bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).collect();
+        let f = front as usize;
+        assert_eq!(bytes[f - 1] & 7, 1, "{engine}: the type byte at s[-1]: {s}");
+        assert_eq!(bytes[f - 3], 42, "{engine}: the length at s[-3]: {s}");
+        assert_eq!(bytes[f], u64::from(b'x'), "{engine}: {s}");
+        let (c, bc) = emitted_test(&r);
+        assert_eq!(build_and_run(&c, &bc), 0, "{engine}: the emitted test passes");
+    }
+    let p = c_program("hdr", STRING_HEADER);
+    let out = run_on(&p.path, &["--function", "check", "--call", "reach_error", "--engine", "apc"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("s[-8..-1] = [0, 0, 0, 0, 0, 42, 0, 1]"), "{text}");
+    let r = json_report(&p.path, &["--function", "twin", "--call", "reach_error", "--timeout", "30"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+}

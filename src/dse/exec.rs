@@ -131,12 +131,16 @@ impl<'a> Executor<'a> {
                 Ty::Int(w) if *w <= MAX_WIDTH => Val::Int(IntV::S { w: *w, t: BV::new_const(self.names.params[k].as_str(), *w) }),
                 Ty::Ptr => {
                     let arr = self.names.buffer_array(k);
-                    let bytes = (0..p.buffer_bytes.unwrap_or(PARAM_BUFFER_BYTES))
-                        .map(|i| Byte::Int(IntV::S { w: 8, t: arr.select(&BV::from_u64(i, 64)).as_bv().expect("bytes") }))
+                    // Bytes the function reads in front of the address (a header at `s[-1]`)
+                    // are the array's at negative indices: the object starts there, and the
+                    // parameter points `front_bytes` into it.
+                    let front = p.front_bytes;
+                    let bytes = (0..front + p.buffer_bytes.unwrap_or(PARAM_BUFFER_BYTES))
+                        .map(|i| Byte::Int(IntV::S { w: 8, t: arr.select(&BV::from_u64(i.wrapping_sub(front), 64)).as_bv().expect("bytes") }))
                         .collect();
                     let obj = st.objects.len() as u32;
                     st.objects.push(Rc::new(Obj { name: p.name.clone(), kind: ObjKind::ParamBuffer { param: k }, bytes, alive: true }));
-                    Val::Ptr { obj, off: IntV::c(64, 0) }
+                    Val::Ptr { obj, off: IntV::c(64, front) }
                 }
                 other => return Err(format!("parameter '{}' of type {other}", p.name)),
             };
@@ -152,6 +156,10 @@ impl<'a> Executor<'a> {
         let mut at = obj;
         loop {
             match st.objects.get(at as usize)?.kind {
+                // A buffer with bytes in front of its address is the array shifted by them: no
+                // plain array stands for it (its reads go through its bytes, and pointers read
+                // from it are not lazily initialised).
+                ObjKind::ParamBuffer { param } if self.program.function.params[param].front_bytes > 0 => return None,
                 ObjKind::ParamBuffer { param } => {
                     if path.is_empty() {
                         return Some((self.names.buffer_array(param), 0));

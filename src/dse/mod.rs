@@ -209,8 +209,10 @@ fn witness_of(program: &Program, names: &Names, exec: &Executor, st: &DseState, 
             }
             Ty::Ptr => {
                 let arr = names.buffer_array(k);
-                let mut bytes: Vec<u8> = (0..p.buffer_bytes.unwrap_or(PARAM_BUFFER_BYTES))
-                    .map(|i| eval(&arr.select(&BV::from_u64(i, 64)).as_bv().expect("bytes")) as u8)
+                // The object starts `front_bytes` before the address (see `Executor::initial`).
+                let front = p.front_bytes;
+                let mut bytes: Vec<u8> = (0..front + p.buffer_bytes.unwrap_or(PARAM_BUFFER_BYTES))
+                    .map(|i| eval(&arr.select(&BV::from_u64(i.wrapping_sub(front), 64)).as_bv().expect("bytes")) as u8)
                     .collect();
                 if p.buffer_bytes.is_none() {
                     bytes.extend(std::iter::repeat_n(0, crate::witness::BUFFER_SLACK));
@@ -218,7 +220,7 @@ fn witness_of(program: &Program, names: &Names, exec: &Executor, st: &DseState, 
                 // Buffers the search created behind pointers read from this one.
                 let obj = st.objects.iter().position(|o| o.kind == state::ObjKind::ParamBuffer { param: k });
                 let pointees = obj.map_or_else(Vec::new, |o| exec.pointees_of(st, o as u32, model));
-                params.push(ParamInput::Buffer { name: p.name.clone(), bytes, pointees });
+                params.push(ParamInput::Buffer { name: p.name.clone(), bytes, pointees, front });
             }
             other => params.push(ParamInput::Zero { name: p.name.clone(), c_type: other.to_string() }),
         }

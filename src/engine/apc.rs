@@ -417,11 +417,12 @@ fn block(pool: &mut ExprPool, program: &Program, apc: &Apc, w: &Witness) -> Opti
                     differs.push(pool.cmp(IntPredicate::Ne, sym, v));
                 }
             }
-            ParamInput::Buffer { bytes, .. } => {
+            ParamInput::Buffer { bytes, front, .. } => {
                 if let Some(obj) = apc.inputs.param_buffer_object(&p.name) {
                     let meaningful = bytes.len().saturating_sub(witness::BUFFER_SLACK);
                     for (k, b) in bytes.iter().take(meaningful).enumerate() {
-                        let off = pool.bv(64, k as u64);
+                        // Byte k of the witness is at index k - front of the array.
+                        let off = pool.bv(64, (k as u64).wrapping_sub(*front));
                         let cell = pool.load(obj.initial, off, 8);
                         let v = pool.bv(8, *b as u64);
                         differs.push(pool.cmp(IntPredicate::Ne, cell, v));

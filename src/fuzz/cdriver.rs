@@ -335,9 +335,9 @@ static unsigned char *apc_buffer(int depth) {
                     args.push(passed_int_c(k, width, p.ext, Passing::of(p)));
                 }
             }
-            ParamSlot::Buffer { .. } => {
+            ParamSlot::Buffer { front, .. } => {
                 let _ = writeln!(out, "  unsigned char *apc_p{k} = apc_buffer(0);");
-                args.push(format!("(void *)apc_p{k}"));
+                args.push(if *front > 0 { format!("(void *)(apc_p{k} + {front})") } else { format!("(void *)apc_p{k}") });
             }
             ParamSlot::Fixed { .. } if spec.is_main_with_args() && k == 1 => args.push("apc_argv".into()),
             ParamSlot::Fixed { .. } => args.push(
@@ -368,8 +368,8 @@ mod tests {
         let f = Function {
             name: "f".into(),
             params: vec![
-                Param { value: ValueId(0), name: "c".into(), ty: Ty::Int(8), ext: ParamExt::Sign, c_type: None, pointee_bytes: None, buffer_bytes: None },
-                Param { value: ValueId(1), name: "s".into(), ty: Ty::Ptr, ext: ParamExt::None, c_type: None, pointee_bytes: None, buffer_bytes: None },
+                Param { value: ValueId(0), name: "c".into(), ty: Ty::Int(8), ext: ParamExt::Sign, c_type: None, pointee_bytes: None, buffer_bytes: None, front_bytes: 0 },
+                Param { value: ValueId(1), name: "s".into(), ty: Ty::Ptr, ext: ParamExt::None, c_type: None, pointee_bytes: None, buffer_bytes: None, front_bytes: 0 },
             ],
             ret: Ty::Void,
             blocks: vec![],

@@ -32,6 +32,8 @@ pub use crate::witness::BUFFER_SLACK;
 
 /// Most data bytes of one buffer: its length is one input byte.
 pub const MAX_BUFFER_DATA: usize = 255;
+/// Most bytes a fuzzed buffer holds in front of its address (a header read at `s[-1]`).
+pub const MAX_FRONT: u64 = 64;
 /// Deepest pointee nesting a shape may have (the analysis recognises depth ≤ 3 as well).
 pub const MAX_DEPTH: usize = 3;
 /// Most pointer slots of one buffer.
@@ -46,8 +48,10 @@ pub const MAX_TRACED_CALLS: usize = 1 << 20;
 pub enum ParamSlot {
     /// An integer of `width` bits: `⌈width/8⌉` bytes (at most 8), little-endian.
     Int { name: String, width: u32 },
-    /// A pointer: a buffer.
-    Buffer { name: String },
+    /// A pointer: a buffer. The address passed is `front` bytes into it (bytes the function
+    /// reads in front of the address, see [`crate::ir::Param::front_bytes`], at most
+    /// [`MAX_FRONT`]).
+    Buffer { name: String, front: u64 },
     /// No bytes: the value is fixed (zero, or `argv` built by the driver).
     Fixed { name: String, c_type: String },
 }
@@ -150,7 +154,7 @@ impl InputLayout {
             .map(|(k, p)| match (&p.ty, main_with_args) {
                 (_, true) if k == 1 => ParamSlot::Fixed { name: p.name.clone(), c_type: "char **".into() },
                 (Ty::Int(w), _) => ParamSlot::Int { name: p.name.clone(), width: *w },
-                (Ty::Ptr, _) => ParamSlot::Buffer { name: p.name.clone() },
+                (Ty::Ptr, _) => ParamSlot::Buffer { name: p.name.clone(), front: p.front_bytes.min(MAX_FRONT) },
                 (other, _) => ParamSlot::Fixed { name: p.name.clone(), c_type: other.to_string() },
             })
             .collect::<Vec<_>>();
@@ -205,9 +209,14 @@ impl InputLayout {
                     let v = r.take(ParamSlot::int_bytes(*width));
                     ParamInput::Int { name: name.clone(), width: *width, value: crate::expr::mask((*width).min(64), v) }
                 }
-                ParamSlot::Buffer { name } => {
-                    let (bytes, pointees) = r.buffer(shape, 0);
-                    ParamInput::Buffer { name: name.clone(), bytes, pointees }
+                ParamSlot::Buffer { name, front } => {
+                    let (mut bytes, pointees) = r.buffer(shape, 0);
+                    // The driver's buffers are zeroed beyond their data: the bytes in front
+                    // exist even when the data is shorter.
+                    if bytes.len() < *front as usize {
+                        bytes.resize(*front as usize, 0);
+                    }
+                    ParamInput::Buffer { name: name.clone(), bytes, pointees, front: *front }
                 }
                 ParamSlot::Fixed { name, c_type } => ParamInput::Zero { name: name.clone(), c_type: c_type.clone() },
             })
@@ -240,8 +249,18 @@ impl InputLayout {
                     };
                     out.extend_from_slice(&v.to_le_bytes()[..ParamSlot::int_bytes(*width)]);
                 }
-                (ParamSlot::Buffer { .. }, Some(ParamInput::Buffer { bytes, pointees, .. })) => {
+                (ParamSlot::Buffer { front: slot_front, .. }, Some(ParamInput::Buffer { bytes, pointees, front, .. })) if front == slot_front => {
                     encode_buffer(bytes, pointees, shape, 0, &mut out)
+                }
+                (ParamSlot::Buffer { front: slot_front, .. }, Some(ParamInput::Buffer { bytes, pointees, front, .. })) => {
+                    // The same address `slot_front` bytes into the fuzzer's buffer: bytes in
+                    // front cut or zeros added, pointer slots moved along.
+                    let (cut, added) = (front.saturating_sub(*slot_front), slot_front.saturating_sub(*front));
+                    let mut data = vec![0u8; added as usize];
+                    data.extend(bytes.iter().skip(cut as usize));
+                    let moved: Vec<Pointee> =
+                        pointees.iter().filter(|p| p.offset >= cut).map(|p| Pointee { offset: p.offset - cut + added, ..p.clone() }).collect();
+                    encode_buffer(&data, &moved, shape, 0, &mut out)
                 }
                 (ParamSlot::Buffer { .. }, _) => encode_buffer(&[], &[], shape, 0, &mut out),
                 (ParamSlot::Fixed { .. }, _) => {}
@@ -271,7 +290,7 @@ impl InputLayout {
             .iter()
             .map(|slot| match slot {
                 ParamSlot::Int { name, width } => ParamInput::Int { name: name.clone(), width: *width, value: crate::expr::mask((*width).min(64), value) },
-                ParamSlot::Buffer { name } => ParamInput::Buffer { name: name.clone(), bytes: data.clone(), pointees: vec![] },
+                ParamSlot::Buffer { name, front } => ParamInput::Buffer { name: name.clone(), bytes: data.clone(), pointees: vec![], front: *front },
                 ParamSlot::Fixed { name, c_type } => ParamInput::Zero { name: name.clone(), c_type: c_type.clone() },
             })
             .collect();
@@ -348,7 +367,7 @@ mod tests {
             params: params
                 .into_iter()
                 .enumerate()
-                .map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: n.into(), ty, ext: ParamExt::None, c_type: None, pointee_bytes: None, buffer_bytes: None })
+                .map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: n.into(), ty, ext: ParamExt::None, c_type: None, pointee_bytes: None, buffer_bytes: None, front_bytes: 0 })
                 .collect(),
             ret: Ty::Void,
             blocks: vec![],
@@ -380,6 +399,22 @@ mod tests {
             .collect()
     }
 
+    /// A buffer with a header in front of its address: a seed with the same front keeps its
+    /// bytes; one with a larger front loses the excess, one with none gets zeros in front.
+    #[test]
+    fn bytes_in_front_of_the_address_survive_a_round_trip() {
+        let mut f = function(vec![("s", Ty::Ptr)]);
+        f.params[0].front_bytes = 8;
+        let l = layout(&f, &[]);
+        let buf = |bytes: &[u8], front| Witness { params: vec![ParamInput::Buffer { name: "s".into(), bytes: slack(bytes), pointees: vec![], front }], nondet: vec![] };
+        let same = l.decode(&l.encode_seed(&buf(&[0, 0, 0, 0, 0, 42, 0, 1, b'x'], 8), None), None);
+        assert_eq!(same.params, buf(&[0, 0, 0, 0, 0, 42, 0, 1, b'x'], 8).params);
+        let larger = l.decode(&l.encode_seed(&buf(&[9, 9, 0, 0, 0, 0, 0, 42, 0, 1, b'x'], 10), None), None);
+        assert_eq!(larger.params, buf(&[0, 0, 0, 0, 0, 42, 0, 1, b'x'], 8).params);
+        let ParamInput::Buffer { bytes, front: 8, .. } = &l.decode(&l.encode_seed(&buf(b"x", 0), None), None).params[0] else { panic!("front kept") };
+        assert_eq!(&bytes[..9], &[0, 0, 0, 0, 0, 0, 0, 0, b'x']);
+    }
+
     #[test]
     fn fill_seeds_decode_to_the_value_everywhere() {
         let f = function(vec![("n", Ty::Int(32)), ("a", Ty::Ptr), ("c", Ty::Int(8))]);
@@ -401,13 +436,13 @@ mod tests {
         let l = layout(&f, &["__VERIFIER_nondet_int"]);
         let w = l.decode(&[], None);
         assert_eq!(w.params[0], ParamInput::Int { name: "n".into(), width: 16, value: 0 });
-        assert_eq!(w.params[1], ParamInput::Buffer { name: "s".into(), bytes: vec![0; BUFFER_SLACK], pointees: vec![] });
+        assert_eq!(w.params[1], ParamInput::Buffer { name: "s".into(), bytes: vec![0; BUFFER_SLACK], pointees: vec![], front: 0 });
         assert!(matches!(w.params[2], ParamInput::Zero { .. }));
         assert!(w.nondet.is_empty());
         // n = 0x0201, s = "ab", then two ints, the second cut short.
         let w = l.decode(&[1, 2, 2, b'a', b'b', 7, 0, 0, 0, 9], None);
         assert_eq!(w.params[0], ParamInput::Int { name: "n".into(), width: 16, value: 0x201 });
-        assert_eq!(w.params[1], ParamInput::Buffer { name: "s".into(), bytes: slack(b"ab"), pointees: vec![] });
+        assert_eq!(w.params[1], ParamInput::Buffer { name: "s".into(), bytes: slack(b"ab"), pointees: vec![], front: 0 });
         assert_eq!(w.nondet, vec![7, 9]);
     }
 
@@ -429,7 +464,7 @@ mod tests {
         let w = Witness {
             params: vec![
                 ParamInput::Int { name: "x".into(), width: 32, value: 0xdead_beef },
-                ParamInput::Buffer { name: "s".into(), bytes: slack(b"Hello"), pointees: vec![] },
+                ParamInput::Buffer { name: "s".into(), bytes: slack(b"Hello"), pointees: vec![], front: 0 },
                 ParamInput::Int { name: "c".into(), width: 8, value: 0xfd },
             ],
             nondet: b"World".iter().map(|b| *b as u64).collect(),
@@ -457,6 +492,7 @@ mod tests {
                     Pointee { offset: 8, bytes: slack(b"-v"), pointees: vec![] },
                     Pointee { offset: 0, bytes: slack(b"prog"), pointees: vec![Pointee { offset: 0, bytes: slack(b"x"), pointees: vec![] }] },
                 ],
+                front: 0,
             }],
             nondet: vec![1, 0x8000_0000],
         };

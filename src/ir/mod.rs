@@ -274,6 +274,10 @@ pub struct Param {
     /// For a pointer parameter, the size of its buffer in bytes when the user gave it
     /// (`--arg-size`): witnesses get exactly that many bytes.
     pub buffer_bytes: Option<u64>,
+    /// For a pointer parameter, how many bytes before the address the function reads or
+    /// writes (a length header at `s[-1]`, `((struct hdr *)s - 1)->len`): witnesses put that
+    /// many bytes in front of the buffer ([`bytes_before`]).
+    pub front_bytes: u64,
 }
 
 /// Whether an integer parameter's name says it is the length of a buffer (`len`, `length`,
@@ -311,6 +315,55 @@ pub fn length_ties(params: &[(&str, &Ty)]) -> Vec<(usize, usize)> {
         }
     }
     kept
+}
+
+/// Most bytes in front of a parameter's buffer a witness provides.
+pub const MAX_FRONT_BYTES: u64 = 4096;
+
+/// How many bytes before `param` (a pointer parameter) the function accesses: the largest
+/// `-c` over loads, stores and call arguments at `param + c` with a constant `c < 0`, reached
+/// through `getelementptr`s with constant offsets and casts; rounded up to 8, at most
+/// [`MAX_FRONT_BYTES`]. Variable offsets do not count (the solver cannot be given an unbounded
+/// front; such reads stay in the APC as before, they just find no input bytes natively).
+pub fn bytes_before(f: &Function, param: ValueId) -> u64 {
+    let mut offset: std::collections::HashMap<ValueId, i64> = std::collections::HashMap::from([(param, 0)]);
+    let of = |o: &Operand, offset: &std::collections::HashMap<ValueId, i64>| match o {
+        Operand::Value(v) => offset.get(v).copied(),
+        _ => None,
+    };
+    let mut front = 0i64;
+    // Blocks in layout order define values before their uses except through phis, which do
+    // not carry offsets here: one pass suffices.
+    for b in &f.blocks {
+        for inst in &b.insts {
+            match &inst.kind {
+                InstKind::PtrOffset { base, const_offset, terms } if terms.is_empty() => {
+                    if let (Some(c), Some(r)) = (of(base, &offset), inst.result) {
+                        offset.insert(r, c.saturating_add(*const_offset));
+                    }
+                }
+                InstKind::Cast { op: CastOp::BitCast, val } => {
+                    if let (Some(c), Some(r)) = (of(val, &offset), inst.result) {
+                        offset.insert(r, c);
+                    }
+                }
+                InstKind::Load { ptr } | InstKind::Store { ptr, .. } => {
+                    if let Some(c) = of(ptr, &offset) {
+                        front = front.max(c.saturating_neg());
+                    }
+                }
+                InstKind::Call { args, .. } => {
+                    for a in args {
+                        if let Some(c) = of(a, &offset) {
+                            front = front.max(c.saturating_neg());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    (front.max(0) as u64).next_multiple_of(8).min(MAX_FRONT_BYTES)
 }
 
 /// A C integer type as the source names it (`size_t`, `unsigned long`, `enum mode`).

@@ -409,7 +409,7 @@ pub fn lower(m: LLVMModuleRef, f: llvm::Value, target_names: Vec<String>) -> Res
         } else {
             ParamExt::None
         };
-        params.push(Param { value, name: lw.value_names[value.0 as usize].clone(), ty: lower_type(llvm::type_of(p)), ext, c_type: None, pointee_bytes: None, buffer_bytes: None });
+        params.push(Param { value, name: lw.value_names[value.0 as usize].clone(), ty: lower_type(llvm::type_of(p)), ext, c_type: None, pointee_bytes: None, buffer_bytes: None, front_bytes: 0 });
     }
     for &b in &llvm_blocks {
         for i in llvm::instructions(b) {

@@ -387,8 +387,14 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         p.c_type = c;
         p.pointee_bytes = pointee;
     }
-    for p in program.function.params.iter_mut() {
+    for k in 0..program.function.params.len() {
+        let front = match program.function.params[k].ty {
+            crate::ir::Ty::Ptr => crate::ir::bytes_before(&program.function, program.function.params[k].value),
+            _ => 0,
+        };
+        let p = &mut program.function.params[k];
         p.buffer_bytes = options.arg_sizes.iter().find(|(n, _)| *n == p.name).map(|(_, b)| *b);
+        p.front_bytes = front;
     }
     // No marker left anywhere in the module: the target blocks were dropped as dead code (the
     // inliner copies only the blocks a call can reach, and removes internal functions it

@@ -251,7 +251,10 @@ fn buffer_c(bytes: &[u8], pointees: &[Pointee], arena: &mut Arena, decls: &mut S
 /// The value expression of one parameter in the standalone test.
 fn param_c(p: &crate::ir::Param, input: Option<&ParamInput>, arena: &mut Arena, decls: &mut String) -> String {
     match (Passing::of(p), input) {
-        (Passing::Pointer, Some(ParamInput::Buffer { bytes, pointees, .. })) => buffer_c(bytes, pointees, arena, decls),
+        (Passing::Pointer, Some(ParamInput::Buffer { bytes, pointees, front, .. })) => {
+            let at = buffer_c(bytes, pointees, arena, decls);
+            if *front > 0 { format!("({at} + {front})") } else { at }
+        }
         (Passing::Pointer, _) => "(void *)0".into(),
         (Passing::U32, Some(ParamInput::Int { value, .. })) => format!("{}u", passed_int(p, *value)),
         (Passing::U64, Some(ParamInput::Int { value, .. })) => format!("{}ull", passed_int(p, *value)),
@@ -314,6 +317,7 @@ pub fn generate_replay(spec: &DriverSpec) -> String {
         r#"static unsigned char apc_input[APC_INPUT_MAX] __attribute__((aligned(16)));
 static unsigned char apc_arena[APC_INPUT_MAX] __attribute__((aligned(16)));
 static unsigned char *apc_bufs[APC_MAX_BUFFERS];
+static unsigned long apc_lens[APC_MAX_BUFFERS];
 static unsigned long apc_len, apc_at, apc_stream_at, apc_stream_len, apc_pos;
 static unsigned long long apc_params[64];
 static unsigned long long apc_word(void) {
@@ -349,6 +353,7 @@ static void apc_read_witness(void) {
     unsigned long len = apc_word();
     if (len > apc_len - apc_at || len > APC_INPUT_MAX - used) apc_exit(APC_BAD);
     apc_bufs[b] = apc_arena + used;
+    apc_lens[b] = len;
     for (unsigned long k = 0; k < len; k++) apc_arena[used + k] = apc_input[apc_at + k];
     apc_at += (len + 7) & ~7ul;
     used += len ? (len + 15) & ~15ul : 16;
@@ -363,7 +368,11 @@ static void apc_read_witness(void) {
   if (nparams > 64) apc_exit(APC_BAD);
   for (unsigned long p = 0; p < nparams; p++) {
     unsigned long long tag = apc_word(), v = apc_word();
-    if (tag == 1) { if (v >= nbuf) apc_exit(APC_BAD); apc_params[p] = (unsigned long long)apc_bufs[v]; }
+    if (tag == 1) {
+      unsigned long b = (unsigned long)(v & 0xffffffffull), front = (unsigned long)(v >> 32);
+      if (b >= nbuf || front > apc_lens[b]) apc_exit(APC_BAD);
+      apc_params[p] = (unsigned long long)(apc_bufs[b] + front);
+    }
     else apc_params[p] = tag == 0 ? v : 0ull;
   }
 }
@@ -397,7 +406,9 @@ static void apc_read_witness(void) {
 /// the run's hit message must carry; the nondet
 /// stream (count, values); the buffers (count, then per buffer its length and bytes padded to
 /// 8); the pointer slots (count, then buffer, offset, pointee buffer); the parameters (count,
-/// then per parameter a tag, 0 integer / 1 buffer / 2 zero, and its value or buffer index).
+/// then per parameter a tag, 0 integer / 1 buffer / 2 zero, and its value or buffer index; a
+/// buffer's index has in its high 32 bits how many of its bytes lie in front of the address
+/// passed).
 pub fn encode(spec: &DriverSpec, w: &Witness, token: u64) -> Vec<u8> {
     fn flatten<'a>(bytes: &'a [u8], pointees: &'a [Pointee], bufs: &mut Vec<&'a [u8]>, slots: &mut Vec<[u64; 3]>) -> u64 {
         let me = bufs.len() as u64;
@@ -421,7 +432,11 @@ pub fn encode(spec: &DriverSpec, w: &Witness, token: u64) -> Vec<u8> {
             .iter()
             .enumerate()
             .map(|(k, p)| match (Passing::of(p), w.params.get(k)) {
-                (Passing::Pointer, Some(ParamInput::Buffer { bytes, pointees, .. })) => [1, flatten(bytes, pointees, &mut bufs, &mut slots)],
+                (Passing::Pointer, Some(ParamInput::Buffer { bytes, pointees, front, .. })) => {
+                    // The address passed is `front` bytes into the buffer.
+                    let front = (*front).min(bytes.len() as u64);
+                    [1, flatten(bytes, pointees, &mut bufs, &mut slots) | front << 32]
+                }
                 (Passing::U32 | Passing::U64, Some(ParamInput::Int { value, .. })) => [0, passed_int(p, *value)],
                 _ => [2, 0],
             })
@@ -463,7 +478,7 @@ mod tests {
     fn function(name: &str, params: Vec<(&str, Ty, ParamExt)>) -> Function {
         Function {
             name: name.into(),
-            params: params.into_iter().enumerate().map(|(k, (n, ty, ext))| Param { value: crate::ir::ValueId(k as u32), name: n.into(), ty, ext, c_type: None, pointee_bytes: None, buffer_bytes: None }).collect(),
+            params: params.into_iter().enumerate().map(|(k, (n, ty, ext))| Param { value: crate::ir::ValueId(k as u32), name: n.into(), ty, ext, c_type: None, pointee_bytes: None, buffer_bytes: None, front_bytes: 0 }).collect(),
             ret: Ty::Void,
             blocks: vec![],
             value_types: vec![],
@@ -486,6 +501,7 @@ mod tests {
                     name: "p".into(),
                     bytes: vec![0; 8],
                     pointees: vec![Pointee { offset: 0, bytes: vec![7], pointees: vec![] }, Pointee { offset: 4, bytes: vec![], pointees: vec![] }],
+                    front: 0,
                 },
                 ParamInput::Int { name: "c".into(), width: 8, value: 0xff },
             ],
@@ -502,6 +518,18 @@ mod tests {
             2, 1, 0, 0, 0xffff_ffff,     // parameters: buffer 0; c = -1 as 32 bits
         ];
         assert_eq!(words(&e), expect);
+    }
+
+    #[test]
+    fn a_buffer_with_bytes_in_front_passes_an_address_inside_it() {
+        let f = function("f", vec![("s", Ty::Ptr, ParamExt::None)]);
+        let spec = DriverSpec { function: &f, call_name: "f", declared: &[], targets: &[] };
+        let w = Witness { params: vec![ParamInput::Buffer { name: "s".into(), bytes: vec![1, 2, 3, 4], pointees: vec![], front: 3 }], nondet: vec![] };
+        let words = words(&encode(&spec, &w, 9));
+        // magic, token, stream 0, one buffer of 4 bytes (one word), no slots, one parameter:
+        // tag 1, buffer 0 with 3 bytes in front.
+        assert_eq!(&words[words.len() - 3..], &[1, 1, 3 << 32]);
+        assert!(generate(&spec, &w).contains("(apc_arena + 0) + 3"));
     }
 
     #[test]

@@ -273,9 +273,13 @@ impl Report {
                     crate::witness::ParamInput::Int { name, width, value } => {
                         let _ = writeln!(out, "  {name} = {}", self.show_int(name, *width, *value));
                     }
-                    crate::witness::ParamInput::Buffer { name, bytes, pointees } => {
-                        let _ = writeln!(out, "  {name} = {}", show_bytes(bytes));
-                        show_pointees(&mut out, name, pointees);
+                    crate::witness::ParamInput::Buffer { name, bytes, pointees, front } => {
+                        let front = (*front as usize).min(bytes.len());
+                        if front > 0 {
+                            let _ = writeln!(out, "  {name}[-{front}..-1] = {}", show_bytes(&bytes[..front]));
+                        }
+                        let _ = writeln!(out, "  {name} = {}", show_bytes(&bytes[front..]));
+                        show_pointees(&mut out, name, pointees, front as i64);
                     }
                     crate::witness::ParamInput::Zero { name, c_type } => {
                         let _ = writeln!(out, "  {name} = 0 ({c_type})");
@@ -401,10 +405,11 @@ fn show_bytes(bytes: &[u8]) -> String {
 }
 
 /// `*(name + o) = [...]` for every pointer slot of a buffer, recursively.
-fn show_pointees(out: &mut String, name: &str, pointees: &[crate::witness::Pointee]) {
+/// `shift`: bytes of the buffer in front of its address (offsets are shown from the address).
+fn show_pointees(out: &mut String, name: &str, pointees: &[crate::witness::Pointee], shift: i64) {
     for p in pointees {
-        let inner = format!("*({name} + {})", p.offset);
+        let inner = format!("*({name} + {})", p.offset as i64 - shift);
         let _ = writeln!(out, "  {inner} = {}", show_bytes(&p.bytes));
-        show_pointees(out, &inner, &p.pointees);
+        show_pointees(out, &inner, &p.pointees, 0);
     }
 }

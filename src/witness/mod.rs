@@ -27,6 +27,10 @@ pub enum ParamInput {
         bytes: Vec<u8>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         pointees: Vec<Pointee>,
+        /// How many of `bytes` lie in front of the address passed (a header the function
+        /// reads at negative offsets, see [`crate::ir::Param::front_bytes`]).
+        #[serde(skip_serializing_if = "is_zero")]
+        front: u64,
     },
     /// A parameter of a type the tool cannot build (floating point, ...): zero.
     Zero { name: String, c_type: String },
@@ -39,6 +43,10 @@ pub struct Pointee {
     pub bytes: Vec<u8>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pointees: Vec<Pointee>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ParamInput {
@@ -69,9 +77,9 @@ impl Witness {
 /// [`Witness::fit_buffers`] on a list of inputs (a report's).
 pub fn fit_buffers(inputs: &mut [ParamInput], params: &[crate::ir::Param]) {
     for input in inputs {
-        if let ParamInput::Buffer { name, bytes, .. } = input {
+        if let ParamInput::Buffer { name, bytes, front, .. } = input {
             if let Some(n) = params.iter().find(|p| &p.name == name).and_then(|p| p.buffer_bytes) {
-                bytes.resize(n as usize, 0);
+                bytes.resize((*front + n) as usize, 0);
             }
         }
     }
@@ -191,7 +199,37 @@ pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, solved: ExprId,
                     let initial = apc.inputs.param_buffer_object(&p.name).map(|o| apc.inputs.object(o.id).initial);
                     bytes = (0..n).map(|k| initial.and_then(|a| m.eval_element(a, k)).unwrap_or(0) as u8).collect();
                 }
-                params.push(ParamInput::Buffer { name: p.name.clone(), bytes, pointees });
+                // The bytes the function reads in front of the address (a header at `s[-1]`):
+                // the model's, at negative indices of the same array.
+                let front = p.front_bytes;
+                let mut pointees = pointees;
+                if front > 0 {
+                    let initial = apc.inputs.param_buffer_object(&p.name).map(|o| apc.inputs.object(o.id).initial);
+                    // Only the bytes the solved formula reads get the model's values; the rest
+                    // stay zero (the model's default for unread cells is arbitrary).
+                    let mut read = vec![false; front as usize];
+                    for (root, off, n) in &loads {
+                        if Some(*root) == initial {
+                            if let Some(o) = m.eval(*off) {
+                                for b in 0..*n as u64 {
+                                    let at = o.wrapping_add(b).wrapping_add(front);
+                                    if at < front {
+                                        read[at as usize] = true;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    let mut all: Vec<u8> = (0..front)
+                        .map(|k| if read[k as usize] { initial.and_then(|a| m.eval_element(a, k.wrapping_sub(front))).unwrap_or(0) as u8 } else { 0 })
+                        .collect();
+                    all.extend(bytes);
+                    bytes = all;
+                    for pt in &mut pointees {
+                        pt.offset += front;
+                    }
+                }
+                params.push(ParamInput::Buffer { name: p.name.clone(), bytes, pointees, front });
             }
             other => params.push(ParamInput::Zero { name: p.name.clone(), c_type: other.to_string() }),
         }
@@ -222,7 +260,7 @@ mod tests {
     fn program(params: &[(&str, Ty)]) -> Program {
         let function = Function {
             name: "f".into(),
-            params: params.iter().enumerate().map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: (*n).into(), ty: ty.clone(), ext: ParamExt::None, c_type: None, pointee_bytes: None, buffer_bytes: None }).collect(),
+            params: params.iter().enumerate().map(|(k, (n, ty))| Param { value: ValueId(k as u32), name: (*n).into(), ty: ty.clone(), ext: ParamExt::None, c_type: None, pointee_bytes: None, buffer_bytes: None, front_bytes: 0 }).collect(),
             ret: Ty::Void,
             blocks: vec![],
             value_types: vec![],

@@ -145,6 +145,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
                     stubbed: crate::replay::stubs::predicted(&loaded.declared_functions),
                 })),
                 EngineKind::Fuzz => Some(Box::new(fuzz.take()?)),
+                EngineKind::Chc => Some(Box::new(crate::engine::chc::ChcEngine { program: Arc::new(loaded.program.clone()) })),
             }
         })
         .collect();

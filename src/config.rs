@@ -71,7 +71,7 @@ impl Config {
             unfold_k: 25,
             max_unfold_k: 200,
             max_models: 8,
-            engines: EngineKind::ALL.to_vec(),
+            engines: EngineKind::DEFAULT.to_vec(),
             max_memory: crate::backstop::default_max_memory(),
             recursion_depth: crate::load::recursion::DEFAULT_DEPTH,
             extra_inputs: vec![],

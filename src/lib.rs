@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod apc;
 pub mod backstop;
 pub mod cfg;
+pub mod chc;
 pub mod cleanup;
 pub mod config;
 pub mod dse;

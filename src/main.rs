@@ -73,7 +73,8 @@ struct Cli {
     max_models: u32,
     /// Engines raced for the answer, comma-separated: apc (abstract path condition: proofs and
     /// models), dse (directed symbolic execution pruned by the APC), fuzz (libFuzzer seeded by
-    /// APC models; never proves). Default: all
+    /// APC models; never proves), chc (the function as Horn clauses for Z3's Spacer: proves with
+    /// invariants, never finds witnesses). Default: apc,dse,fuzz
     #[arg(long, value_name = "LIST")]
     engine: Option<String>,
     /// Bound on the analysis's resident memory, in MiB (default: half of the machine's memory);

@@ -9,6 +9,7 @@
 //! [`Finding::Reached`].
 
 pub mod apc;
+pub mod chc;
 pub mod dse;
 pub mod fuzz;
 
@@ -31,16 +32,23 @@ pub enum EngineKind {
     Dse,
     /// Coverage-guided fuzzing (libFuzzer), seeded by APC models. Never proves.
     Fuzz,
+    /// Constrained Horn clauses of the function, solved by Z3's Spacer. Only proves.
+    Chc,
 }
 
 impl EngineKind {
-    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz];
+    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz, EngineKind::Chc];
+    /// The portfolio without `--engine`. The Horn engine is asked for by name: its bit-vector
+    /// clauses are solved quickly only for small loops (seconds to never for two nested ones),
+    /// and beside the others on two cores it slows down their witnesses.
+    pub const DEFAULT: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz];
 
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Apc => "apc",
             EngineKind::Dse => "dse",
             EngineKind::Fuzz => "fuzz",
+            EngineKind::Chc => "chc",
         }
     }
 
@@ -273,7 +281,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             let primary_done = &primary_done;
             let spawned = std::thread::Builder::new().name(format!("engine-{}", kind.name())).spawn_scoped(scope, move || {
                 let start = Instant::now();
-                if kind == EngineKind::Fuzz && fuzz_shares {
+                if matches!(kind, EngineKind::Fuzz | EngineKind::Chc) && fuzz_shares {
                     while Instant::now() < stage_at && !primary_done.load(Ordering::Relaxed) && !cx.cancelled() {
                         std::thread::sleep(Duration::from_millis(5));
                     }
@@ -326,7 +334,8 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
                 // Only a proof can still change the answer: the searches stop, and everything
                 // stops once the apc engine is not (or no longer) at work.
                 cx.search_off.store(true, Ordering::SeqCst);
-                if !has_primary || results.iter().any(|(k, _, _)| *k == EngineKind::Apc) {
+                let proving = |k: EngineKind| kinds.contains(&k) && !results.iter().any(|(r, _, _)| *r == k);
+                if !proving(EngineKind::Apc) && !proving(EngineKind::Chc) {
                     cx.cancel_all();
                 }
             }

@@ -351,6 +351,85 @@ pub fn race<T: Send + 'static>(
     race_until(pool, queries, timeout, extract, &std::sync::atomic::AtomicBool::new(false))
 }
 
+/// What Z3's Horn engine said of a set of constrained Horn clauses.
+#[derive(Debug)]
+pub enum HornAnswer {
+    /// The clauses have a model: the interpretation of every predicate (SMT-LIB
+    /// `define-fun`s), which are inductive invariants.
+    Solved(String),
+    /// No model: the query is derivable (in the clauses' over-approximation).
+    Refuted,
+    /// No answer within the time, or interrupted: why.
+    Unknown(String),
+}
+
+/// Solves the Horn clauses `smtlib` (declarations and assertions, see [`crate::chc`]) with
+/// Z3's Horn engine (Spacer) on a worker thread of its own context, until `timeout` or until
+/// `cancel` is set (then the worker is interrupted and joined, as in [`race_until`]).
+pub fn check_horn(smtlib: &str, timeout: Duration, cancel: &std::sync::atomic::AtomicBool) -> HornAnswer {
+    use std::sync::{Arc, Mutex};
+    // With bit-vector predicates only, Z3 picks its Datalog engine, which tabulates 2^32
+    // states; Spacer is the engine for invariants. (A global parameter: read by the contexts
+    // created after it, and only Horn problems look at it.)
+    static SPACER: std::sync::Once = std::sync::Once::new();
+    SPACER.call_once(|| z3::set_global_param("fp.engine", "spacer"));
+    let slot = Arc::new(Mutex::new(Slot { state: WorkerState::Pending, stop: false }));
+    let (tx, rx) = std::sync::mpsc::channel::<HornAnswer>();
+    // Set at a cancel *and* at the deadline: Spacer may take seconds to notice an interrupt,
+    // and the worker is then left behind at once (see `Workers`), not waited for.
+    let stop_now = std::sync::atomic::AtomicBool::new(false);
+    let mut workers = Workers { slots: vec![slot.clone()], handles: vec![], cancel: &stop_now };
+    let text = smtlib.to_string();
+    let spawned = std::thread::Builder::new().name("z3-horn".into()).spawn(move || {
+        let _priority = WorkerPriority::enter();
+        let ctx = z3::Context::thread_local();
+        {
+            let mut g = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if g.stop {
+                g.state = WorkerState::Done;
+                return;
+            }
+            g.state = WorkerState::Running(ctx.get_z3_context());
+        }
+        let answer = match z3::Solver::new_for_logic("HORN") {
+            None => HornAnswer::Unknown("Z3 has no HORN logic".into()),
+            Some(solver) => {
+                solver.from_string(text);
+                match solver.check() {
+                    z3::SatResult::Sat => HornAnswer::Solved(solver.get_model().map(|m| m.to_string()).unwrap_or_default()),
+                    z3::SatResult::Unsat => HornAnswer::Refuted,
+                    z3::SatResult::Unknown => HornAnswer::Unknown(solver.get_reason_unknown().unwrap_or_else(|| "unknown".into())),
+                }
+            }
+        };
+        slot.lock().unwrap_or_else(|e| e.into_inner()).state = WorkerState::Done;
+        drop(ctx);
+        let _ = tx.send(answer);
+    });
+    match spawned {
+        Ok(h) => workers.handles.push(h),
+        Err(e) => return HornAnswer::Unknown(format!("cannot start the solver thread: {e}")),
+    }
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            stop_now.store(true, std::sync::atomic::Ordering::SeqCst);
+            return HornAnswer::Unknown("cancelled".into());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            stop_now.store(true, std::sync::atomic::Ordering::SeqCst);
+            return HornAnswer::Unknown("the time budget ran out".into());
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(5))) {
+            Ok(a) => return a,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return HornAnswer::Unknown("the solver thread ended without an answer".into()),
+        }
+    }
+    // `workers` is dropped here: the worker is interrupted and joined.
+}
+
 /// Nice value of the solver worker threads (see [`set_worker_nice`]) and the threads running now.
 static WORKER_NICE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 static WORKER_TIDS: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());

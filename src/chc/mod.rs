@@ -1,0 +1,385 @@
+//! The analysed function as constrained Horn clauses (issue 15, item 3): one predicate per
+//! block over the function's registers, one clause per control-flow edge, and the query "a
+//! target block is entered". Z3's Horn engine (Spacer) then either finds an interpretation of
+//! the predicates, an inductive invariant per block that excludes every target (the target is
+//! unreachable, and the interpretations are the invariants), or finds none.
+//!
+//! The clauses over-approximate the runs of the compiled program, bit-precisely where they are
+//! exact and with an unconstrained value (⋆) everywhere else, so "unreachable" is a proof:
+//! - registers are bit-vectors of their width (pointers 64 bits), arithmetic wraps;
+//! - memory is not modelled: every load, pointer computation, call result and unknown
+//!   instruction gives a fresh value; stores and calls change no register;
+//! - shifts by a constant below the width and divisions by a constant that cannot trap are
+//!   exact; any other shift or division gives a fresh value (x86-64 masks shift counts, and a
+//!   division that traps ends the run, which a fresh value over-approximates);
+//! - `__VERIFIER_assume(c)` continues only when `c ≠ 0`; `__VERIFIER_nondet_*` is fresh.
+//!
+//! Only the blocks' state is encoded, not the path conditions of the APC: this prover is
+//! independent of the summaries, a second opinion that needs no loop rule.
+
+use crate::ir::{BinOp, Block, BlockId, CastOp, Callee, Function, InstKind, IntPredicate, Operand, Terminator, Ty, ValueId};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
+
+/// A Horn problem in SMT-LIB (`(set-logic HORN)` is the solver's): declarations and clauses.
+#[derive(Clone, Debug)]
+pub struct HornProblem {
+    pub smtlib: String,
+    /// The predicate of each block, by block index (`None`: not on a path to a target).
+    pub predicates: Vec<Option<String>>,
+    /// The state registers, in predicate argument order, with their names in the source.
+    pub registers: Vec<String>,
+}
+
+/// The SMT-LIB sort of a register of type `ty`, if it has one.
+fn sort_width(ty: &Ty) -> Option<u32> {
+    match ty {
+        Ty::Int(w) if *w >= 1 => Some(*w),
+        Ty::Ptr => Some(64),
+        _ => None,
+    }
+}
+
+fn bv(value: u64, width: u32) -> String {
+    let v = if width >= 64 { value } else { value & ((1u64 << width) - 1) };
+    format!("(_ bv{v} {width})")
+}
+
+/// One clause being built: its universally quantified variables and its constraints.
+#[derive(Default)]
+struct Clause {
+    vars: Vec<(String, u32)>,
+    body: Vec<String>,
+    fresh: u32,
+}
+
+impl Clause {
+    fn var(&mut self, name: String, width: u32) -> String {
+        self.vars.push((name.clone(), width));
+        name
+    }
+
+    /// An unconstrained value of `width` bits (⋆).
+    fn star(&mut self, width: u32) -> String {
+        self.fresh += 1;
+        self.var(format!("f{}", self.fresh), width)
+    }
+
+    fn render(&self, head: &str) -> String {
+        let body = match self.body.len() {
+            0 => "true".to_string(),
+            1 => self.body[0].clone(),
+            _ => format!("(and {})", self.body.join(" ")),
+        };
+        let implication = format!("(=> {body} {head})");
+        if self.vars.is_empty() {
+            format!("(assert {implication})\n")
+        } else {
+            let vars: Vec<String> = self.vars.iter().map(|(n, w)| format!("({n} (_ BitVec {w}))")).collect();
+            format!("(assert (forall ({}) {implication}))\n", vars.join(" "))
+        }
+    }
+}
+
+struct Encoder<'f> {
+    f: &'f Function,
+    /// The state registers and their widths.
+    state: Vec<(ValueId, u32)>,
+    in_state: HashMap<ValueId, usize>,
+}
+
+impl Encoder<'_> {
+    fn width_of(&self, o: &Operand) -> Option<u32> {
+        match o {
+            Operand::Value(v) => sort_width(self.f.value_type(*v)),
+            Operand::Int { width, .. } => Some(*width),
+            Operand::Global { .. } | Operand::Function(_) | Operand::Null => Some(64),
+            Operand::Undef(t) | Operand::Unknown(t) => sort_width(t),
+        }
+    }
+
+    /// The term of operand `o` inside the clause of a block whose registers so far are
+    /// `locals` (values defined in the block), the state otherwise.
+    fn operand(&self, o: &Operand, locals: &HashMap<ValueId, String>, c: &mut Clause) -> Option<String> {
+        let w = self.width_of(o)?;
+        Some(match o {
+            Operand::Value(v) => match (locals.get(v), self.in_state.get(v)) {
+                (Some(l), _) => l.clone(),
+                (None, Some(k)) => format!("s{k}"),
+                // Defined on no path into this block (or of no sort): any value.
+                (None, None) => c.star(w),
+            },
+            Operand::Int { width, value } => bv(*value, *width),
+            Operand::Null => bv(0, 64),
+            Operand::Global { .. } | Operand::Function(_) | Operand::Undef(_) | Operand::Unknown(_) => c.star(w),
+        })
+    }
+
+    /// The value of instruction `kind` with result width `w`, or `None` when it is ⋆.
+    fn value(&self, kind: &InstKind, w: u32, locals: &HashMap<ValueId, String>, c: &mut Clause) -> Option<String> {
+        let const_of = |o: &Operand| match o {
+            Operand::Int { value, .. } => Some(*value),
+            _ => None,
+        };
+        match kind {
+            InstKind::Binary { op, lhs, rhs } => {
+                let (a, b) = (self.operand(lhs, locals, c)?, self.operand(rhs, locals, c)?);
+                let all_ones = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
+                let name = match op {
+                    BinOp::Add => "bvadd",
+                    BinOp::Sub => "bvsub",
+                    BinOp::Mul => "bvmul",
+                    BinOp::And => "bvand",
+                    BinOp::Or => "bvor",
+                    BinOp::Xor => "bvxor",
+                    BinOp::Shl | BinOp::LShr | BinOp::AShr => {
+                        // Exact only for a constant count below the width.
+                        const_of(rhs).filter(|&k| k < w as u64)?;
+                        match op {
+                            BinOp::Shl => "bvshl",
+                            BinOp::LShr => "bvlshr",
+                            _ => "bvashr",
+                        }
+                    }
+                    BinOp::UDiv | BinOp::URem => {
+                        const_of(rhs).filter(|&k| k != 0)?;
+                        if *op == BinOp::UDiv { "bvudiv" } else { "bvurem" }
+                    }
+                    BinOp::SDiv | BinOp::SRem => {
+                        const_of(rhs).filter(|&k| k != 0 && k != all_ones)?;
+                        if *op == BinOp::SDiv { "bvsdiv" } else { "bvsrem" }
+                    }
+                };
+                Some(format!("({name} {a} {b})"))
+            }
+            InstKind::ICmp { pred, lhs, rhs } => {
+                if self.width_of(lhs) != self.width_of(rhs) {
+                    return None;
+                }
+                let (a, b) = (self.operand(lhs, locals, c)?, self.operand(rhs, locals, c)?);
+                let test = match pred {
+                    IntPredicate::Eq => format!("(= {a} {b})"),
+                    IntPredicate::Ne => format!("(distinct {a} {b})"),
+                    IntPredicate::Ugt => format!("(bvugt {a} {b})"),
+                    IntPredicate::Uge => format!("(bvuge {a} {b})"),
+                    IntPredicate::Ult => format!("(bvult {a} {b})"),
+                    IntPredicate::Ule => format!("(bvule {a} {b})"),
+                    IntPredicate::Sgt => format!("(bvsgt {a} {b})"),
+                    IntPredicate::Sge => format!("(bvsge {a} {b})"),
+                    IntPredicate::Slt => format!("(bvslt {a} {b})"),
+                    IntPredicate::Sle => format!("(bvsle {a} {b})"),
+                };
+                Some(format!("(ite {test} #b1 #b0)"))
+            }
+            InstKind::Select { cond, then_val, else_val } => {
+                if self.width_of(then_val) != Some(w) || self.width_of(else_val) != Some(w) || self.width_of(cond) != Some(1) {
+                    return None;
+                }
+                let (k, t, e) = (self.operand(cond, locals, c)?, self.operand(then_val, locals, c)?, self.operand(else_val, locals, c)?);
+                Some(format!("(ite (= {k} #b1) {t} {e})"))
+            }
+            InstKind::Cast { op, val } => {
+                let from = self.width_of(val)?;
+                let x = self.operand(val, locals, c)?;
+                match op {
+                    CastOp::ZExt if w > from => Some(format!("((_ zero_extend {}) {x})", w - from)),
+                    CastOp::SExt if w > from => Some(format!("((_ sign_extend {}) {x})", w - from)),
+                    CastOp::Trunc if w < from => Some(format!("((_ extract {} 0) {x})", w - 1)),
+                    // Integer/pointer conversions: LLVM zero-extends or truncates.
+                    CastOp::PtrToInt | CastOp::IntToPtr if w > from => Some(format!("((_ zero_extend {}) {x})", w - from)),
+                    CastOp::PtrToInt | CastOp::IntToPtr if w < from => Some(format!("((_ extract {} 0) {x})", w - 1)),
+                    _ if w == from => Some(x),
+                    _ => None,
+                }
+            }
+            // Memory, addresses, calls and what the IR cannot represent: ⋆.
+            _ => None,
+        }
+    }
+
+    /// The clause of the edge `b` → `succ` taken under `guard` (terms over the block's
+    /// registers), or the query when `succ` is `None`.
+    fn edge(&self, b: &Block, preds: &[Option<String>], succ: Option<BlockId>, guard: &dyn Fn(&HashMap<ValueId, String>, &mut Clause) -> Option<String>) -> Option<String> {
+        let mut c = Clause::default();
+        let pre: Vec<String> = self.state.iter().enumerate().map(|(k, (_, w))| c.var(format!("s{k}"), *w)).collect();
+        let me = preds[b.id.0 as usize].as_ref()?;
+        c.body.push(if pre.is_empty() { me.clone() } else { format!("({me} {})", pre.join(" ")) });
+        let mut locals: HashMap<ValueId, String> = HashMap::new();
+        for inst in &b.insts {
+            if let InstKind::Phi { .. } = inst.kind {
+                continue;
+            }
+            if let InstKind::Call { callee: Callee::Direct(name), args } = &inst.kind {
+                if name == "__VERIFIER_assume" {
+                    if let Some(a) = args.first() {
+                        let w = self.width_of(a);
+                        if let (Some(w), Some(t)) = (w, self.operand(a, &locals, &mut c)) {
+                            c.body.push(format!("(distinct {t} {})", bv(0, w)));
+                        }
+                    }
+                }
+            }
+            let (Some(r), Some(w)) = (inst.result, sort_width(&inst.ty)) else { continue };
+            let local = c.var(format!("l{}", r.0), w);
+            if let Some(v) = self.value(&inst.kind, w, &locals, &mut c) {
+                c.body.push(format!("(= {local} {v})"));
+            }
+            locals.insert(r, local);
+        }
+        if let Some(g) = guard(&locals, &mut c) {
+            c.body.push(g);
+        }
+        let Some(succ) = succ else { return Some(c.render("false")) };
+        let target = preds[succ.0 as usize].as_ref()?;
+        // The state in `succ`: its phis take their value from this edge, the registers this
+        // block defined their new value, the rest stay.
+        let succ_block = self.f.block(succ);
+        let mut post = vec![];
+        for (k, (v, w)) in self.state.iter().enumerate() {
+            let incoming = succ_block.insts.iter().find_map(|i| match &i.kind {
+                InstKind::Phi { incoming } if i.result == Some(*v) => Some(incoming.iter().find(|(from, _)| *from == b.id).map(|(_, o)| o.clone())),
+                _ => None,
+            });
+            let term = match incoming {
+                Some(Some(o)) if self.width_of(&o) == Some(*w) => self.operand(&o, &locals, &mut c),
+                Some(_) => None,
+                None => Some(locals.get(v).cloned().unwrap_or_else(|| format!("s{k}"))),
+            };
+            let n = c.var(format!("n{k}"), *w);
+            if let Some(t) = term {
+                c.body.push(format!("(= {n} {t})"));
+            }
+            post.push(n);
+        }
+        let head = if post.is_empty() { target.clone() } else { format!("({target} {})", post.join(" ")) };
+        Some(c.render(&head))
+    }
+}
+
+/// Encodes `f`; `None` when no block is a target.
+pub fn encode(f: &Function) -> Option<HornProblem> {
+    let targets: Vec<BlockId> = f.target_blocks();
+    if targets.is_empty() {
+        return None;
+    }
+    // Blocks from which a target can be reached (the others need no predicate).
+    let mut preds_of: HashMap<BlockId, Vec<BlockId>> = HashMap::new();
+    for b in &f.blocks {
+        for s in b.term.successors() {
+            preds_of.entry(s).or_default().push(b.id);
+        }
+    }
+    let mut useful: BTreeSet<BlockId> = targets.iter().copied().collect();
+    let mut stack = targets.clone();
+    while let Some(b) = stack.pop() {
+        for &p in preds_of.get(&b).into_iter().flatten() {
+            if useful.insert(p) {
+                stack.push(p);
+            }
+        }
+    }
+    if !useful.contains(&f.entry()) {
+        return None;
+    }
+    // The state: parameters, phis, and registers used outside their block.
+    let mut def_block: HashMap<ValueId, BlockId> = HashMap::new();
+    for b in &f.blocks {
+        for i in &b.insts {
+            if let Some(r) = i.result {
+                def_block.insert(r, b.id);
+            }
+        }
+    }
+    let mut chosen: BTreeSet<ValueId> = f.params.iter().filter(|p| sort_width(&p.ty).is_some()).map(|p| p.value).collect();
+    for b in &f.blocks {
+        for i in &b.insts {
+            if let (InstKind::Phi { .. }, Some(r)) = (&i.kind, i.result) {
+                chosen.insert(r);
+            }
+            for o in i.kind.operands() {
+                if let Operand::Value(v) = o {
+                    if def_block.get(v).is_some_and(|d| *d != b.id) || matches!(i.kind, InstKind::Phi { .. }) {
+                        chosen.insert(*v);
+                    }
+                }
+            }
+        }
+        for o in b.term.operands() {
+            if let Operand::Value(v) = o {
+                if def_block.get(v).is_some_and(|d| *d != b.id) {
+                    chosen.insert(*v);
+                }
+            }
+        }
+    }
+    let state: Vec<(ValueId, u32)> = chosen.into_iter().filter_map(|v| sort_width(f.value_type(v)).map(|w| (v, w))).collect();
+    let in_state = state.iter().enumerate().map(|(k, (v, _))| (*v, k)).collect();
+    let enc = Encoder { f, state, in_state };
+    let e = &enc;
+    let predicates: Vec<Option<String>> = f.blocks.iter().map(|b| useful.contains(&b.id).then(|| format!("P{}", b.id.0))).collect();
+    let sorts: Vec<String> = enc.state.iter().map(|(_, w)| format!("(_ BitVec {w})")).collect();
+    let mut out = String::new();
+    for p in predicates.iter().flatten() {
+        let _ = writeln!(out, "(declare-fun {p} ({}) Bool)", sorts.join(" "));
+    }
+    // Entry: any parameters, any other registers.
+    {
+        let mut c = Clause::default();
+        let args: Vec<String> = enc.state.iter().enumerate().map(|(k, (_, w))| c.var(format!("s{k}"), *w)).collect();
+        let p = predicates[f.entry().0 as usize].as_ref().expect("the entry leads to a target");
+        out.push_str(&c.render(&if args.is_empty() { p.clone() } else { format!("({p} {})", args.join(" ")) }));
+    }
+    for b in &f.blocks {
+        if predicates[b.id.0 as usize].is_none() {
+            continue;
+        }
+        if b.target.is_some() {
+            // Entering a target is reaching it: the query.
+            if let Some(q) = enc.edge(b, &predicates, None, &|_, _| None) {
+                out.push_str(&q);
+            }
+            continue;
+        }
+        match &b.term {
+            Terminator::Branch { cond, then_bb, else_bb } => {
+                for (succ, bit) in [(*then_bb, "#b1"), (*else_bb, "#b0")] {
+                    let cond = cond.clone();
+                    let guard = move |l: &HashMap<ValueId, String>, c: &mut Clause| {
+                        (e.width_of(&cond) == Some(1)).then(|| e.operand(&cond, l, c).map(|t| format!("(= {t} {bit})"))).flatten()
+                    };
+                    if let Some(cl) = enc.edge(b, &predicates, Some(succ), &guard) {
+                        out.push_str(&cl);
+                    }
+                }
+            }
+            Terminator::Switch { value, default, cases } => {
+                let w = enc.width_of(value);
+                for (k, succ) in cases.iter().map(|(k, s)| (Some(*k), *s)).chain(std::iter::once((None, *default))) {
+                    let value = value.clone();
+                    let keys: Vec<u64> = cases.iter().map(|(k, _)| *k).collect();
+                    let guard = move |l: &HashMap<ValueId, String>, c: &mut Clause| {
+                        let w = w?;
+                        let t = e.operand(&value, l, c)?;
+                        Some(match k {
+                            Some(k) => format!("(= {t} {})", bv(k, w)),
+                            None if keys.is_empty() => "true".to_string(),
+                            None => format!("(and {})", keys.iter().map(|k| format!("(distinct {t} {})", bv(*k, w))).collect::<Vec<_>>().join(" ")),
+                        })
+                    };
+                    if let Some(cl) = enc.edge(b, &predicates, Some(succ), &guard) {
+                        out.push_str(&cl);
+                    }
+                }
+            }
+            other => {
+                for succ in other.successors() {
+                    if let Some(cl) = enc.edge(b, &predicates, Some(succ), &|_, _| None) {
+                        out.push_str(&cl);
+                    }
+                }
+            }
+        }
+    }
+    let registers = enc.state.iter().map(|(v, _)| f.value_name(*v).to_string()).collect();
+    Some(HornProblem { smtlib: out, predicates, registers })
+}

@@ -40,22 +40,70 @@ fn sort_width(ty: &Ty) -> Option<u32> {
     }
 }
 
+/// How registers are encoded. Both are exact for the operations they encode (everything else
+/// is ⋆), so a solution of either is a proof; Spacer finds invariants over integers far more
+/// often (linear arithmetic), over bit-vectors for the operations integers leave ⋆.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Theory {
+    /// `(_ BitVec w)`, the operations as the machine does them.
+    BitVectors,
+    /// Integers in `[0, 2^w)` (the unsigned reading of the bits): wrap-around by `ite`s and
+    /// `mod`, signed comparisons on the converted value; bitwise operations other than masks
+    /// of low bits, products of two registers and signed divisions are ⋆. Widths up to 64.
+    Integers,
+}
+
+impl Theory {
+    fn sort(self, w: u32) -> String {
+        match self {
+            Theory::BitVectors => format!("(_ BitVec {w})"),
+            Theory::Integers => "Int".into(),
+        }
+    }
+
+    fn lit(self, value: u64, w: u32) -> String {
+        match self {
+            Theory::BitVectors => bv(value, w),
+            Theory::Integers => (if w >= 64 { value } else { value & ((1u64 << w) - 1) }).to_string(),
+        }
+    }
+
+    /// Whether registers of `w` bits can be encoded.
+    fn encodes(self, w: u32) -> bool {
+        self == Theory::BitVectors || w <= 64
+    }
+}
+
+/// 2^w as a decimal literal (w ≤ 64).
+fn modulus(w: u32) -> String {
+    (1u128 << w).to_string()
+}
+
 fn bv(value: u64, width: u32) -> String {
     let v = if width >= 64 { value } else { value & ((1u64 << width) - 1) };
     format!("(_ bv{v} {width})")
 }
 
 /// One clause being built: its universally quantified variables and its constraints.
-#[derive(Default)]
 struct Clause {
+    theory: Theory,
     vars: Vec<(String, u32)>,
     body: Vec<String>,
     fresh: u32,
 }
 
 impl Clause {
+    fn new(theory: Theory) -> Clause {
+        Clause { theory, vars: vec![], body: vec![], fresh: 0 }
+    }
+
+    /// A variable of `width` bits (over the integers: with its range).
     fn var(&mut self, name: String, width: u32) -> String {
         self.vars.push((name.clone(), width));
+        if self.theory == Theory::Integers {
+            self.body.push(format!("(<= 0 {name})"));
+            self.body.push(format!("(< {name} {})", modulus(width)));
+        }
         name
     }
 
@@ -75,7 +123,7 @@ impl Clause {
         if self.vars.is_empty() {
             format!("(assert {implication})\n")
         } else {
-            let vars: Vec<String> = self.vars.iter().map(|(n, w)| format!("({n} (_ BitVec {w}))")).collect();
+            let vars: Vec<String> = self.vars.iter().map(|(n, w)| format!("({n} {})", self.theory.sort(*w))).collect();
             format!("(assert (forall ({}) {implication}))\n", vars.join(" "))
         }
     }
@@ -83,6 +131,7 @@ impl Clause {
 
 struct Encoder<'f> {
     f: &'f Function,
+    theory: Theory,
     /// The state registers and their widths.
     state: Vec<(ValueId, u32)>,
     in_state: HashMap<ValueId, usize>,
@@ -90,12 +139,18 @@ struct Encoder<'f> {
 
 impl Encoder<'_> {
     fn width_of(&self, o: &Operand) -> Option<u32> {
-        match o {
+        let w = match o {
             Operand::Value(v) => sort_width(self.f.value_type(*v)),
             Operand::Int { width, .. } => Some(*width),
             Operand::Global { .. } | Operand::Function(_) | Operand::Null => Some(64),
             Operand::Undef(t) | Operand::Unknown(t) => sort_width(t),
-        }
+        }?;
+        self.theory.encodes(w).then_some(w)
+    }
+
+    /// The width of a register of type `ty`, when this theory encodes it.
+    fn width_of_type(&self, ty: &Ty) -> Option<u32> {
+        sort_width(ty).filter(|w| self.theory.encodes(*w))
     }
 
     /// The term of operand `o` inside the clause of a block whose registers so far are
@@ -109,14 +164,17 @@ impl Encoder<'_> {
                 // Defined on no path into this block (or of no sort): any value.
                 (None, None) => c.star(w),
             },
-            Operand::Int { width, value } => bv(*value, *width),
-            Operand::Null => bv(0, 64),
+            Operand::Int { width, value } => self.theory.lit(*value, *width),
+            Operand::Null => self.theory.lit(0, 64),
             Operand::Global { .. } | Operand::Function(_) | Operand::Undef(_) | Operand::Unknown(_) => c.star(w),
         })
     }
 
     /// The value of instruction `kind` with result width `w`, or `None` when it is ⋆.
     fn value(&self, kind: &InstKind, w: u32, locals: &HashMap<ValueId, String>, c: &mut Clause) -> Option<String> {
+        if self.theory == Theory::Integers {
+            return self.int_value(kind, w, locals, c);
+        }
         let const_of = |o: &Operand| match o {
             Operand::Int { value, .. } => Some(*value),
             _ => None,
@@ -197,10 +255,86 @@ impl Encoder<'_> {
         }
     }
 
+    /// [`Encoder::value`] over the integers `[0, 2^w)`.
+    fn int_value(&self, kind: &InstKind, w: u32, locals: &HashMap<ValueId, String>, c: &mut Clause) -> Option<String> {
+        let const_of = |o: &Operand| match o {
+            Operand::Int { value, width } => Some(if *width >= 64 { *value } else { value & ((1u64 << width) - 1) }),
+            _ => None,
+        };
+        let m = modulus(w);
+        // The signed reading of a `w`-bit value.
+        let signed = |t: &str, w: u32| format!("(ite (< {t} {}) {t} (- {t} {}))", modulus(w - 1), modulus(w));
+        match kind {
+            InstKind::Binary { op, lhs, rhs } => {
+                let (a, b) = (self.operand(lhs, locals, c)?, self.operand(rhs, locals, c)?);
+                match op {
+                    BinOp::Add => Some(format!("(ite (< (+ {a} {b}) {m}) (+ {a} {b}) (- (+ {a} {b}) {m}))")),
+                    BinOp::Sub => Some(format!("(ite (>= (- {a} {b}) 0) (- {a} {b}) (+ (- {a} {b}) {m}))")),
+                    BinOp::Mul => match (const_of(lhs), const_of(rhs)) {
+                        (Some(k), _) => Some(format!("(mod (* {k} {b}) {m})")),
+                        (_, Some(k)) => Some(format!("(mod (* {a} {k}) {m})")),
+                        _ => None,
+                    },
+                    // A mask of low bits is a remainder.
+                    BinOp::And => match (const_of(lhs), const_of(rhs)) {
+                        (_, Some(k)) if (k as u128 + 1).is_power_of_two() => Some(format!("(mod {a} {})", k as u128 + 1)),
+                        (Some(k), _) if (k as u128 + 1).is_power_of_two() => Some(format!("(mod {b} {})", k as u128 + 1)),
+                        _ => None,
+                    },
+                    BinOp::Shl => const_of(rhs).filter(|&k| k < w as u64).map(|k| format!("(mod (* {a} {}) {m})", 1u128 << k)),
+                    BinOp::LShr => const_of(rhs).filter(|&k| k < w as u64).map(|k| format!("(div {a} {})", 1u128 << k)),
+                    BinOp::UDiv => const_of(rhs).filter(|&k| k != 0).map(|k| format!("(div {a} {k})")),
+                    BinOp::URem => const_of(rhs).filter(|&k| k != 0).map(|k| format!("(mod {a} {k})")),
+                    BinOp::Or | BinOp::Xor | BinOp::AShr | BinOp::SDiv | BinOp::SRem => None,
+                }
+            }
+            InstKind::ICmp { pred, lhs, rhs } => {
+                let ow = self.width_of(lhs)?;
+                if self.width_of(rhs) != Some(ow) {
+                    return None;
+                }
+                let (a, b) = (self.operand(lhs, locals, c)?, self.operand(rhs, locals, c)?);
+                let (sa, sb) = (signed(&a, ow), signed(&b, ow));
+                let test = match pred {
+                    IntPredicate::Eq => format!("(= {a} {b})"),
+                    IntPredicate::Ne => format!("(distinct {a} {b})"),
+                    IntPredicate::Ugt => format!("(> {a} {b})"),
+                    IntPredicate::Uge => format!("(>= {a} {b})"),
+                    IntPredicate::Ult => format!("(< {a} {b})"),
+                    IntPredicate::Ule => format!("(<= {a} {b})"),
+                    IntPredicate::Sgt => format!("(> {sa} {sb})"),
+                    IntPredicate::Sge => format!("(>= {sa} {sb})"),
+                    IntPredicate::Slt => format!("(< {sa} {sb})"),
+                    IntPredicate::Sle => format!("(<= {sa} {sb})"),
+                };
+                Some(format!("(ite {test} 1 0)"))
+            }
+            InstKind::Select { cond, then_val, else_val } => {
+                if self.width_of(then_val) != Some(w) || self.width_of(else_val) != Some(w) || self.width_of(cond) != Some(1) {
+                    return None;
+                }
+                let (k, t, e) = (self.operand(cond, locals, c)?, self.operand(then_val, locals, c)?, self.operand(else_val, locals, c)?);
+                Some(format!("(ite (= {k} 1) {t} {e})"))
+            }
+            InstKind::Cast { op, val } => {
+                let from = self.width_of(val)?;
+                let x = self.operand(val, locals, c)?;
+                match op {
+                    CastOp::ZExt | CastOp::PtrToInt | CastOp::IntToPtr if w >= from => Some(x),
+                    CastOp::SExt if w > from => Some(format!("(ite (< {x} {}) {x} (+ {x} {}))", modulus(from - 1), (1u128 << w) - (1u128 << from))),
+                    CastOp::Trunc | CastOp::PtrToInt | CastOp::IntToPtr if w < from => Some(format!("(mod {x} {m})")),
+                    _ if w == from => Some(x),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// The clause of the edge `b` → `succ` taken under `guard` (terms over the block's
     /// registers), or the query when `succ` is `None`.
     fn edge(&self, b: &Block, preds: &[Option<String>], succ: Option<BlockId>, guard: &dyn Fn(&HashMap<ValueId, String>, &mut Clause) -> Option<String>) -> Option<String> {
-        let mut c = Clause::default();
+        let mut c = Clause::new(self.theory);
         let pre: Vec<String> = self.state.iter().enumerate().map(|(k, (_, w))| c.var(format!("s{k}"), *w)).collect();
         let me = preds[b.id.0 as usize].as_ref()?;
         c.body.push(if pre.is_empty() { me.clone() } else { format!("({me} {})", pre.join(" ")) });
@@ -214,12 +348,12 @@ impl Encoder<'_> {
                     if let Some(a) = args.first() {
                         let w = self.width_of(a);
                         if let (Some(w), Some(t)) = (w, self.operand(a, &locals, &mut c)) {
-                            c.body.push(format!("(distinct {t} {})", bv(0, w)));
+                            c.body.push(format!("(distinct {t} {})", self.theory.lit(0, w)));
                         }
                     }
                 }
             }
-            let (Some(r), Some(w)) = (inst.result, sort_width(&inst.ty)) else { continue };
+            let (Some(r), Some(w)) = (inst.result, self.width_of_type(&inst.ty)) else { continue };
             let local = c.var(format!("l{}", r.0), w);
             if let Some(v) = self.value(&inst.kind, w, &locals, &mut c) {
                 c.body.push(format!("(= {local} {v})"));
@@ -256,8 +390,8 @@ impl Encoder<'_> {
     }
 }
 
-/// Encodes `f`; `None` when no block is a target.
-pub fn encode(f: &Function) -> Option<HornProblem> {
+/// Encodes `f` in `theory`; `None` when no block is a target.
+pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
     let targets: Vec<BlockId> = f.target_blocks();
     if targets.is_empty() {
         return None;
@@ -290,7 +424,7 @@ pub fn encode(f: &Function) -> Option<HornProblem> {
             }
         }
     }
-    let mut chosen: BTreeSet<ValueId> = f.params.iter().filter(|p| sort_width(&p.ty).is_some()).map(|p| p.value).collect();
+    let mut chosen: BTreeSet<ValueId> = f.params.iter().map(|p| p.value).collect();
     for b in &f.blocks {
         for i in &b.insts {
             if let (InstKind::Phi { .. }, Some(r)) = (&i.kind, i.result) {
@@ -312,19 +446,20 @@ pub fn encode(f: &Function) -> Option<HornProblem> {
             }
         }
     }
-    let state: Vec<(ValueId, u32)> = chosen.into_iter().filter_map(|v| sort_width(f.value_type(v)).map(|w| (v, w))).collect();
+    let state: Vec<(ValueId, u32)> =
+        chosen.into_iter().filter_map(|v| sort_width(f.value_type(v)).filter(|w| theory.encodes(*w)).map(|w| (v, w))).collect();
     let in_state = state.iter().enumerate().map(|(k, (v, _))| (*v, k)).collect();
-    let enc = Encoder { f, state, in_state };
+    let enc = Encoder { f, theory, state, in_state };
     let e = &enc;
     let predicates: Vec<Option<String>> = f.blocks.iter().map(|b| useful.contains(&b.id).then(|| format!("P{}", b.id.0))).collect();
-    let sorts: Vec<String> = enc.state.iter().map(|(_, w)| format!("(_ BitVec {w})")).collect();
+    let sorts: Vec<String> = enc.state.iter().map(|(_, w)| theory.sort(*w)).collect();
     let mut out = String::new();
     for p in predicates.iter().flatten() {
         let _ = writeln!(out, "(declare-fun {p} ({}) Bool)", sorts.join(" "));
     }
     // Entry: any parameters, any other registers.
     {
-        let mut c = Clause::default();
+        let mut c = Clause::new(theory);
         let args: Vec<String> = enc.state.iter().enumerate().map(|(k, (_, w))| c.var(format!("s{k}"), *w)).collect();
         let p = predicates[f.entry().0 as usize].as_ref().expect("the entry leads to a target");
         out.push_str(&c.render(&if args.is_empty() { p.clone() } else { format!("({p} {})", args.join(" ")) }));
@@ -342,7 +477,7 @@ pub fn encode(f: &Function) -> Option<HornProblem> {
         }
         match &b.term {
             Terminator::Branch { cond, then_bb, else_bb } => {
-                for (succ, bit) in [(*then_bb, "#b1"), (*else_bb, "#b0")] {
+                for (succ, bit) in [(*then_bb, theory.lit(1, 1)), (*else_bb, theory.lit(0, 1))] {
                     let cond = cond.clone();
                     let guard = move |l: &HashMap<ValueId, String>, c: &mut Clause| {
                         (e.width_of(&cond) == Some(1)).then(|| e.operand(&cond, l, c).map(|t| format!("(= {t} {bit})"))).flatten()
@@ -361,9 +496,9 @@ pub fn encode(f: &Function) -> Option<HornProblem> {
                         let w = w?;
                         let t = e.operand(&value, l, c)?;
                         Some(match k {
-                            Some(k) => format!("(= {t} {})", bv(k, w)),
+                            Some(k) => format!("(= {t} {})", theory.lit(k, w)),
                             None if keys.is_empty() => "true".to_string(),
-                            None => format!("(and {})", keys.iter().map(|k| format!("(distinct {t} {})", bv(*k, w))).collect::<Vec<_>>().join(" ")),
+                            None => format!("(and {})", keys.iter().map(|k| format!("(distinct {t} {})", theory.lit(*k, w))).collect::<Vec<_>>().join(" ")),
                         })
                     };
                     if let Some(cl) = enc.edge(b, &predicates, Some(succ), &guard) {

@@ -5,7 +5,9 @@
 
 use super::{Context, Engine, EngineKind, EngineResult, Finding};
 use crate::ir::Program;
+use crate::chc::{HornProblem, Theory};
 use crate::solve::{check_horn, HornAnswer};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,29 +25,84 @@ impl Engine for ChcEngine {
 
     fn run(self: Box<Self>, cx: &Context) -> EngineResult {
         let f = &self.program.function;
-        let Some(problem) = crate::chc::encode(f) else {
+        // Both encodings at once: a solution of either is a proof.
+        let problems: Vec<(Theory, HornProblem)> = [Theory::Integers, Theory::BitVectors].into_iter().filter_map(|t| crate::chc::encode(f, t).map(|p| (t, p))).collect();
+        if problems.is_empty() {
             return EngineResult::new(Finding::Unknown("no target block to encode".into()));
-        };
-        tracing::debug!(smtlib = %problem.smtlib, "Horn clauses");
-        let t = Instant::now();
+        }
+        for (t, p) in &problems {
+            tracing::debug!(theory = ?t, smtlib = %p.smtlib, "Horn clauses");
+        }
+        let t0 = Instant::now();
         let budget = cx.left().saturating_sub(Duration::from_millis(100));
-        let answer = check_horn(&problem.smtlib, budget, cx.cancel);
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = std::sync::mpsc::channel::<(Theory, HornAnswer)>();
+        let mut answers: Vec<(Theory, HornAnswer)> = vec![];
+        std::thread::scope(|scope| {
+            for (t, p) in &problems {
+                let (tx, stop) = (tx.clone(), &stop);
+                scope.spawn(move || {
+                    let _ = tx.send((*t, check_horn(&p.smtlib, budget, stop)));
+                });
+            }
+            drop(tx);
+            while answers.len() < problems.len() {
+                if cx.cancelled() {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                match rx.recv_timeout(Duration::from_millis(5)) {
+                    Ok(a) => {
+                        if matches!(a.1, HornAnswer::Solved(_)) {
+                            stop.store(true, Ordering::SeqCst);
+                        }
+                        answers.push(a);
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        });
         let mut out = EngineResult::new(Finding::Unknown(String::new()));
-        out.timings.insert("solve_chc".into(), t.elapsed().as_secs_f64());
-        out.stats.insert("predicates".into(), problem.predicates.iter().flatten().count() as u64);
-        out.stats.insert("registers".into(), problem.registers.len() as u64);
-        out.finding = match answer {
-            HornAnswer::Solved(model) => {
-                tracing::debug!(%model, "Horn solution");
-                let invariants = readable_invariants(&model, f, &problem);
+        out.timings.insert("solve_chc".into(), t0.elapsed().as_secs_f64());
+        out.stats.insert("predicates".into(), problems[0].1.predicates.iter().flatten().count() as u64);
+        out.stats.insert("registers".into(), problems[0].1.registers.len() as u64);
+        let solved = answers.iter().find_map(|(t, a)| match a {
+            HornAnswer::Solved(model) => Some((*t, model)),
+            _ => None,
+        });
+        out.finding = match solved {
+            Some((theory, model)) => {
+                tracing::debug!(%model, ?theory, "Horn solution");
+                let problem = &problems.iter().find(|(t, _)| *t == theory).expect("solved one of them").1;
+                let over = match theory {
+                    Theory::Integers => "over the integers modulo 2^w",
+                    Theory::BitVectors => "over bit-vectors",
+                };
+                let invariants = readable_invariants(model, f, problem);
                 Finding::Unreachable(if invariants.is_empty() {
-                    "the function's Horn clauses have a solution (Z3 Spacer): no target block is entered".into()
+                    format!("the function's Horn clauses ({over}) have a solution (Z3 Spacer): no target block is entered")
                 } else {
-                    format!("the function's Horn clauses have a solution (Z3 Spacer), with the inductive invariants {}", invariants.join("; "))
+                    format!("the function's Horn clauses ({over}) have a solution (Z3 Spacer), with the inductive invariants {}", invariants.join("; "))
                 })
             }
-            HornAnswer::Refuted => Finding::Unknown("the Horn clauses reach a target (their memory and calls are unknown, so no run follows from it)".into()),
-            HornAnswer::Unknown(why) => Finding::Unknown(format!("Horn clauses: {why}")),
+            None if answers.iter().all(|(_, a)| matches!(a, HornAnswer::Refuted)) && !answers.is_empty() => {
+                Finding::Unknown("the Horn clauses reach a target (their memory and calls are unknown, so no run follows from it)".into())
+            }
+            None => Finding::Unknown(format!(
+                "Horn clauses: {}",
+                answers
+                    .iter()
+                    .map(|(t, a)| format!(
+                        "{}: {}",
+                        if *t == Theory::Integers { "integers" } else { "bit-vectors" },
+                        match a {
+                            HornAnswer::Unknown(why) => why.as_str(),
+                            _ => "a target is reached in the clauses",
+                        }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
         };
         out
     }
@@ -74,10 +131,64 @@ fn readable_invariants(model: &str, f: &crate::ir::Function, problem: &crate::ch
         for (k, r) in problem.registers.iter().enumerate() {
             body = body.replace(&format!("(:var {k})"), r);
         }
+        let body = without_ranges(&body);
+        if body.is_empty() || body == "true" {
+            continue;
+        }
         out.push(format!("{}: {}", f.blocks[block].label, body));
         if out.len() == SHOWN {
             break;
         }
     }
     out
+}
+
+/// `body` without the range facts every integer register has (`(<= 0 x)`, `(not (<= 2^w x))`,
+/// `(< x 2^w)`): only what the loop keeps.
+fn without_ranges(body: &str) -> String {
+    let Some(inner) = body.strip_prefix("(and ").and_then(|b| b.strip_suffix(')')) else { return body.to_string() };
+    let mut parts = vec![];
+    let (mut depth, mut start) = (0i32, None);
+    for (i, ch) in inner.char_indices() {
+        match ch {
+            '(' => {
+                if depth == 0 {
+                    start = Some(i);
+                }
+                depth += 1;
+            }
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    if let Some(s) = start.take() {
+                        parts.push(&inner[s..=i]);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let is_range = |p: &str| {
+        let words: Vec<&str> = p.split(|c: char| c == '(' || c == ')' || c.is_whitespace()).filter(|w| !w.is_empty()).collect();
+        let power_of_two = |w: &str| w.parse::<u128>().is_ok_and(|n| n.is_power_of_two() && n >= 256);
+        matches!(words.as_slice(), ["<=", "0", _]) || matches!(words.as_slice(), ["not", "<=", m, _] if power_of_two(m)) || matches!(words.as_slice(), ["<", _, m] if power_of_two(m))
+    };
+    let kept: Vec<&str> = parts.into_iter().filter(|p| !is_range(p)).collect();
+    match kept.len() {
+        0 => String::new(),
+        1 => kept[0].to_string(),
+        _ => format!("(and {})", kept.join(" ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_ranges;
+
+    #[test]
+    fn range_facts_are_left_out_of_the_printed_invariants() {
+        assert_eq!(without_ranges("(and (<= (+ x (* (- 1) y)) 0) (<= 0 x) (not (<= 4294967296 y)) (not (<= n x)))"), "(and (<= (+ x (* (- 1) y)) 0) (not (<= n x)))");
+        assert_eq!(without_ranges("(and (<= 0 x) (not (<= 256 x)))"), "");
+        assert_eq!(without_ranges("(bvsle n i)"), "(bvsle n i)");
+    }
 }

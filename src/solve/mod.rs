@@ -242,6 +242,19 @@ unsafe impl Send for Slot {}
 
 type SharedSlot = std::sync::Arc<std::sync::Mutex<Slot>>;
 
+/// A worker's first step once its thread-local context exists: `Running` (it may be
+/// interrupted from now on), or `Done` at once when the race was already stopped (then it
+/// must not start its query: `false`).
+fn announce_running(slot: &SharedSlot, ctx: &z3::Context) -> bool {
+    let mut g = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if g.stop {
+        g.state = WorkerState::Done;
+        return false;
+    }
+    g.state = WorkerState::Running(ctx.get_z3_context());
+    true
+}
+
 /// Interrupts every worker still running (and stops those not yet started).
 fn stop_all(slots: &[SharedSlot]) {
     for s in slots {
@@ -383,13 +396,8 @@ pub fn check_horn(smtlib: &str, timeout: Duration, cancel: &std::sync::atomic::A
     let spawned = std::thread::Builder::new().name("z3-horn".into()).spawn(move || {
         let _priority = WorkerPriority::enter();
         let ctx = z3::Context::thread_local();
-        {
-            let mut g = slot.lock().unwrap_or_else(|e| e.into_inner());
-            if g.stop {
-                g.state = WorkerState::Done;
-                return;
-            }
-            g.state = WorkerState::Running(ctx.get_z3_context());
+        if !announce_running(&slot, &ctx) {
+            return;
         }
         let answer = match z3::Solver::new_for_logic("HORN") {
             None => HornAnswer::Unknown("Z3 has no HORN logic".into()),
@@ -490,13 +498,8 @@ pub fn race_until<T: Send + 'static>(
             race_tests::register_worker_thread();
             let _priority = WorkerPriority::enter();
             let ctx = z3::Context::thread_local();
-            {
-                let mut g = slot.lock().unwrap_or_else(|e| e.into_inner());
-                if g.stop {
-                    g.state = WorkerState::Done;
-                    return;
-                }
-                g.state = WorkerState::Running(ctx.get_z3_context());
+            if !announce_running(&slot, &ctx) {
+                return;
             }
             let stopped = || slot.lock().unwrap_or_else(|e| e.into_inner()).stop;
             let answer = check_until(&pool, formula, SolverKind::Portfolio, nonlinear_as_functions, None, &stopped, |m| extract(&pool, formula, m));

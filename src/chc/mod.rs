@@ -518,3 +518,68 @@ pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
     let registers = enc.state.iter().map(|(v, _)| f.value_name(*v).to_string()).collect();
     Some(HornProblem { smtlib: out, predicates, registers })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Inst, Param, ParamExt};
+
+    /// `f(x)`: entry: c = x <s 10; br c, then (target), else (return).
+    fn small() -> Function {
+        let x = ValueId(0);
+        let c = ValueId(1);
+        let inst = |result, ty, kind| Inst { result, ty, kind, line: None };
+        let block = |id: u32, label: &str, insts, term, target| Block { id: BlockId(id), label: label.into(), insts, term, target };
+        Function {
+            name: "f".into(),
+            params: vec![Param { value: x, name: "x".into(), ty: Ty::Int(32), ext: ParamExt::None, c_type: None, pointee_bytes: None, buffer_bytes: None, front_bytes: 0 }],
+            ret: Ty::Void,
+            blocks: vec![
+                block(
+                    0,
+                    "entry",
+                    vec![inst(Some(c), Ty::Int(1), InstKind::ICmp { pred: IntPredicate::Slt, lhs: Operand::Value(x), rhs: Operand::Int { width: 32, value: 10 } })],
+                    Terminator::Branch { cond: Operand::Value(c), then_bb: BlockId(1), else_bb: BlockId(2) },
+                    None,
+                ),
+                block(1, "if.then", vec![], Terminator::Return(None), Some(0)),
+                block(2, "if.end", vec![], Terminator::Return(None), None),
+            ],
+            value_types: vec![Ty::Int(32), Ty::Int(1)],
+            value_names: vec!["x".into(), "cmp".into()],
+            in_cycle: vec![false; 3],
+        }
+    }
+
+    #[test]
+    fn blocks_off_the_way_to_a_target_get_no_predicate_and_the_target_is_the_query() {
+        for theory in [Theory::BitVectors, Theory::Integers] {
+            let p = encode(&small(), theory).expect("a target");
+            assert_eq!(p.predicates, vec![Some("P0".to_string()), Some("P1".to_string()), None], "{theory:?}");
+            assert_eq!(p.registers, vec!["x".to_string()]);
+            assert!(p.smtlib.lines().any(|l| l.contains("(P1 s0)") && l.contains(" false)")), "{}", p.smtlib);
+            // The branch to the target asks for the comparison's bit.
+            let signed = if theory == Theory::BitVectors { "(bvslt s0 (_ bv10 32))" } else { "(ite (< s0 2147483648) s0 (- s0 4294967296))" };
+            assert!(p.smtlib.contains(signed), "{theory:?}: {}", p.smtlib);
+        }
+    }
+
+    #[test]
+    fn unencoded_operations_are_unconstrained_not_guessed() {
+        let mut f = small();
+        // c = x >> y with a variable count: no equality may constrain it.
+        f.blocks[0].insts[0].kind = InstKind::Binary { op: BinOp::Shl, lhs: Operand::Value(ValueId(0)), rhs: Operand::Value(ValueId(0)) };
+        f.blocks[0].insts[0].ty = Ty::Int(32);
+        f.value_types[1] = Ty::Int(32);
+        let p = encode(&f, Theory::BitVectors).expect("a target");
+        assert!(!p.smtlib.contains("bvshl"), "{}", p.smtlib);
+        assert!(!p.smtlib.contains("(= l1 "), "{}", p.smtlib);
+    }
+
+    #[test]
+    fn literals_are_masked_to_their_width() {
+        assert_eq!(bv(0x1ff, 8), "(_ bv255 8)");
+        assert_eq!(Theory::Integers.lit(u64::MAX, 64), u64::MAX.to_string());
+        assert_eq!(modulus(64), "18446744073709551616");
+    }
+}

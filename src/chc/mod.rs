@@ -430,10 +430,25 @@ pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
             if let (InstKind::Phi { .. }, Some(r)) = (&i.kind, i.result) {
                 chosen.insert(r);
             }
-            for o in i.kind.operands() {
-                if let Operand::Value(v) = o {
-                    if def_block.get(v).is_some_and(|d| *d != b.id) || matches!(i.kind, InstKind::Phi { .. }) {
-                        chosen.insert(*v);
+            match &i.kind {
+                // A phi's incoming value travels on its edge: it is a register of the state only
+                // when it was defined in another block than the incoming one.
+                InstKind::Phi { incoming } => {
+                    for (from, o) in incoming {
+                        if let Operand::Value(v) = o {
+                            if def_block.get(v).is_some_and(|d| d != from) {
+                                chosen.insert(*v);
+                            }
+                        }
+                    }
+                }
+                kind => {
+                    for o in kind.operands() {
+                        if let Operand::Value(v) = o {
+                            if def_block.get(v).is_some_and(|d| *d != b.id) {
+                                chosen.insert(*v);
+                            }
+                        }
                     }
                 }
             }

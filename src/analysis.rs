@@ -165,6 +165,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         *report.timings.entry(k).or_insert(0.0) += v;
     }
     report.engines = result.engines;
+    report.invariants = result.invariants;
     report.engine = result.winner.map(|k| k.name().to_string());
     match result.finding {
         Finding::Reached { mut witness, run, report: mut wr } => {

@@ -49,10 +49,14 @@ fn loop_invariants_prove_targets_unreachable_and_are_printed() {
         let why = r["reason"].as_str().unwrap();
         assert!(why.contains("have a solution (Z3 Spacer)"), "{f}: {why}");
     }
-    // The invariant of the loop head is named by its block and registers.
+    // The invariants are in the report, per block, over the registers' names: the loop head's
+    // says something of the counter `i`.
     let r = chc("even", "20");
-    let why = r["reason"].as_str().unwrap();
-    assert!(why.contains("while.cond:") && why.contains("i."), "{why}");
+    let invariants = r["invariants"].as_array().expect("the proof's invariants");
+    let head = invariants.iter().find(|i| i["block"] == "while.cond").expect("one for the loop head");
+    assert!(head["formula"].as_str().unwrap().contains("i."), "{head}");
+    let text = String::from_utf8_lossy(&run_on(&c_program("chc", LOOPS).path, &["--function", "even", "--call", "reach_error", "--engine", "chc"]).stdout).to_string();
+    assert!(text.contains("invariants:\n") && text.contains("  while.cond: "), "{text}");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! target: a proof of unreachability that needs no loop summary. It never finds witnesses (a
 //! derivation of the query is a run of the over-approximation only).
 
-use super::{Context, Engine, EngineKind, EngineResult, Finding};
+use super::{Context, Engine, EngineKind, EngineResult, Finding, Invariant};
 use crate::ir::Program;
 use crate::chc::{HornProblem, Theory};
 use crate::solve::{check_horn, HornAnswer};
@@ -14,9 +14,6 @@ use std::time::{Duration, Instant};
 pub struct ChcEngine {
     pub program: Arc<Program>,
 }
-
-/// Invariants shown in a reason, at most.
-const SHOWN: usize = 4;
 
 impl Engine for ChcEngine {
     fn kind(&self) -> EngineKind {
@@ -78,12 +75,11 @@ impl Engine for ChcEngine {
                     Theory::Integers => "over the integers modulo 2^w",
                     Theory::BitVectors => "over bit-vectors",
                 };
-                let invariants = readable_invariants(model, f, problem);
-                Finding::Unreachable(if invariants.is_empty() {
-                    format!("the function's Horn clauses ({over}) have a solution (Z3 Spacer): no target block is entered")
-                } else {
-                    format!("the function's Horn clauses ({over}) have a solution (Z3 Spacer), with the inductive invariants {}", invariants.join("; "))
-                })
+                out.invariants = readable_invariants(model, f, problem);
+                Finding::Unreachable(format!(
+                    "the function's Horn clauses ({over}) have a solution (Z3 Spacer): inductive invariants{} exclude every target",
+                    if out.invariants.is_empty() { String::new() } else { format!(" of {} block(s)", out.invariants.len()) }
+                ))
             }
             None if answers.iter().all(|(_, a)| matches!(a, HornAnswer::Refuted)) && !answers.is_empty() => {
                 Finding::Unknown("the Horn clauses reach a target (their memory and calls are unknown, so no run follows from it)".into())
@@ -110,7 +106,7 @@ impl Engine for ChcEngine {
 
 /// The non-trivial invariants of the model (Z3 prints each predicate as `P3 -> {\n body\n}`,
 /// its arguments as `(:var k)`), per block label, with the registers' names.
-fn readable_invariants(model: &str, f: &crate::ir::Function, problem: &crate::chc::HornProblem) -> Vec<String> {
+fn readable_invariants(model: &str, f: &crate::ir::Function, problem: &crate::chc::HornProblem) -> Vec<Invariant> {
     let mut out = vec![];
     let mut lines = model.lines();
     while let Some(line) = lines.next() {
@@ -135,10 +131,7 @@ fn readable_invariants(model: &str, f: &crate::ir::Function, problem: &crate::ch
         if body.is_empty() || body == "true" {
             continue;
         }
-        out.push(format!("{}: {}", f.blocks[block].label, body));
-        if out.len() == SHOWN {
-            break;
-        }
+        out.push(Invariant { block: f.blocks[block].label.clone(), formula: body });
     }
     out
 }

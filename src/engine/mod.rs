@@ -92,6 +92,14 @@ impl Finding {
     }
 }
 
+/// A formula that holds whenever `block` is entered (an inductive invariant of a proof), in
+/// SMT-LIB over the registers' names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Invariant {
+    pub block: String,
+    pub formula: String,
+}
+
 /// One engine's run, as the report shows it.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct EngineSummary {
@@ -115,11 +123,13 @@ pub struct EngineResult {
     pub attempt: Option<Attempt>,
     pub timings: BTreeMap<String, f64>,
     pub stats: BTreeMap<String, u64>,
+    /// With a proof by invariants: the invariants.
+    pub invariants: Vec<Invariant>,
 }
 
 impl EngineResult {
     pub fn new(finding: Finding) -> Self {
-        EngineResult { finding, attempt: None, timings: BTreeMap::new(), stats: BTreeMap::new() }
+        EngineResult { finding, attempt: None, timings: BTreeMap::new(), stats: BTreeMap::new(), invariants: vec![] }
     }
 }
 
@@ -259,6 +269,8 @@ pub struct PortfolioResult {
     pub engines: BTreeMap<String, EngineSummary>,
     /// Each engine's time split, merged (the apc engine's keys as before: `solve_apc`, ...).
     pub timings: BTreeMap<String, f64>,
+    /// The winner's invariants, when it proved by invariants.
+    pub invariants: Vec<Invariant>,
 }
 
 /// Races `engines` until one has a definite finding (the others are cancelled and joined), or all
@@ -363,7 +375,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
     match winner {
         Some(w) => {
             let (kind, _, r) = results.swap_remove(w);
-            PortfolioResult { winner: Some(kind), finding: r.finding, attempt: None, engines, timings }
+            PortfolioResult { winner: Some(kind), finding: r.finding, attempt: None, engines, timings, invariants: r.invariants }
         }
         None => {
             // Nobody decided: the reasons of all engines, the apc engine's first.
@@ -378,7 +390,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
                 .collect::<Vec<_>>()
                 .join("; ");
             let attempt = results.iter_mut().find_map(|(_, _, r)| r.attempt.take());
-            PortfolioResult { winner: None, finding: Finding::Unknown(reason), attempt, engines, timings }
+            PortfolioResult { winner: None, finding: Finding::Unknown(reason), attempt, engines, timings, invariants: vec![] }
         }
     }
 }

@@ -99,6 +99,10 @@ pub struct Report {
     pub engine: Option<String>,
     /// What each engine of the portfolio did.
     pub engines: BTreeMap<String, crate::engine::EngineSummary>,
+    /// The inductive invariants of an `unreachable` proved by invariants (the `chc` engine):
+    /// per block, the formula that holds whenever the block is entered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub invariants: Vec<crate::engine::Invariant>,
 }
 
 /// The inputs of a model and what their native replay did.
@@ -177,6 +181,7 @@ impl Report {
             timings: BTreeMap::new(),
             engine: None,
             engines: BTreeMap::new(),
+            invariants: vec![],
             test_error: None,
             ub: None,
             ub_check: None,
@@ -206,6 +211,7 @@ impl Report {
             timings: BTreeMap::new(),
             engine: None,
             engines: BTreeMap::new(),
+            invariants: vec![],
             test_error: None,
             ub: None,
             ub_check: None,
@@ -262,6 +268,12 @@ impl Report {
         }
         if let Some(e) = &self.engine {
             let _ = writeln!(out, "engine:  {e}");
+        }
+        if !self.invariants.is_empty() {
+            let _ = writeln!(out, "invariants:");
+            for i in &self.invariants {
+                let _ = writeln!(out, "  {}: {}", i.block, i.formula);
+            }
         }
         if !self.assumptions.is_empty() {
             let _ = writeln!(out, "assuming: {}", self.assumptions.join("; "));

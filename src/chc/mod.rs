@@ -172,6 +172,25 @@ impl Encoder<'_> {
 
     /// The value of instruction `kind` with result width `w`, or `None` when it is ⋆.
     fn value(&self, kind: &InstKind, w: u32, locals: &HashMap<ValueId, String>, c: &mut Clause) -> Option<String> {
+        let (one, zero) = (self.theory.lit(1, 1), self.theory.lit(0, 1));
+        match kind {
+            InstKind::ICmp { pred, lhs, rhs } => {
+                let ow = self.width_of(lhs)?;
+                if self.width_of(rhs) != Some(ow) {
+                    return None;
+                }
+                let (a, b) = (self.operand(lhs, locals, c)?, self.operand(rhs, locals, c)?);
+                return Some(format!("(ite {} {one} {zero})", self.comparison(*pred, &a, &b, ow)));
+            }
+            InstKind::Select { cond, then_val, else_val } => {
+                if self.width_of(then_val) != Some(w) || self.width_of(else_val) != Some(w) || self.width_of(cond) != Some(1) {
+                    return None;
+                }
+                let (k, t, e) = (self.operand(cond, locals, c)?, self.operand(then_val, locals, c)?, self.operand(else_val, locals, c)?);
+                return Some(format!("(ite (= {k} {one}) {t} {e})"));
+            }
+            _ => {}
+        }
         if self.theory == Theory::Integers {
             return self.int_value(kind, w, locals, c);
         }
@@ -210,32 +229,6 @@ impl Encoder<'_> {
                 };
                 Some(format!("({name} {a} {b})"))
             }
-            InstKind::ICmp { pred, lhs, rhs } => {
-                if self.width_of(lhs) != self.width_of(rhs) {
-                    return None;
-                }
-                let (a, b) = (self.operand(lhs, locals, c)?, self.operand(rhs, locals, c)?);
-                let test = match pred {
-                    IntPredicate::Eq => format!("(= {a} {b})"),
-                    IntPredicate::Ne => format!("(distinct {a} {b})"),
-                    IntPredicate::Ugt => format!("(bvugt {a} {b})"),
-                    IntPredicate::Uge => format!("(bvuge {a} {b})"),
-                    IntPredicate::Ult => format!("(bvult {a} {b})"),
-                    IntPredicate::Ule => format!("(bvule {a} {b})"),
-                    IntPredicate::Sgt => format!("(bvsgt {a} {b})"),
-                    IntPredicate::Sge => format!("(bvsge {a} {b})"),
-                    IntPredicate::Slt => format!("(bvslt {a} {b})"),
-                    IntPredicate::Sle => format!("(bvsle {a} {b})"),
-                };
-                Some(format!("(ite {test} #b1 #b0)"))
-            }
-            InstKind::Select { cond, then_val, else_val } => {
-                if self.width_of(then_val) != Some(w) || self.width_of(else_val) != Some(w) || self.width_of(cond) != Some(1) {
-                    return None;
-                }
-                let (k, t, e) = (self.operand(cond, locals, c)?, self.operand(then_val, locals, c)?, self.operand(else_val, locals, c)?);
-                Some(format!("(ite (= {k} #b1) {t} {e})"))
-            }
             InstKind::Cast { op, val } => {
                 let from = self.width_of(val)?;
                 let x = self.operand(val, locals, c)?;
@@ -255,6 +248,39 @@ impl Encoder<'_> {
         }
     }
 
+    /// The test `a pred b` of two `w`-bit registers.
+    fn comparison(&self, pred: IntPredicate, a: &str, b: &str, w: u32) -> String {
+        use IntPredicate::*;
+        if let (Eq | Ne, _) | (_, Theory::BitVectors) = (pred, self.theory) {
+            let op = match pred {
+                Eq => "=",
+                Ne => "distinct",
+                Ugt => "bvugt",
+                Uge => "bvuge",
+                Ult => "bvult",
+                Ule => "bvule",
+                Sgt => "bvsgt",
+                Sge => "bvsge",
+                Slt => "bvslt",
+                Sle => "bvsle",
+            };
+            return format!("({op} {a} {b})");
+        }
+        // Over the integers: the unsigned reading is the value; the signed one is converted.
+        let signed = |t: &str| format!("(ite (< {t} {}) {t} (- {t} {}))", modulus(w - 1), modulus(w));
+        let (a, b) = match pred {
+            Sgt | Sge | Slt | Sle => (signed(a), signed(b)),
+            _ => (a.to_string(), b.to_string()),
+        };
+        let op = match pred {
+            Ugt | Sgt => ">",
+            Uge | Sge => ">=",
+            Ult | Slt => "<",
+            _ => "<=",
+        };
+        format!("({op} {a} {b})")
+    }
+
     /// [`Encoder::value`] over the integers `[0, 2^w)`.
     fn int_value(&self, kind: &InstKind, w: u32, locals: &HashMap<ValueId, String>, c: &mut Clause) -> Option<String> {
         let const_of = |o: &Operand| match o {
@@ -262,8 +288,6 @@ impl Encoder<'_> {
             _ => None,
         };
         let m = modulus(w);
-        // The signed reading of a `w`-bit value.
-        let signed = |t: &str, w: u32| format!("(ite (< {t} {}) {t} (- {t} {}))", modulus(w - 1), modulus(w));
         match kind {
             InstKind::Binary { op, lhs, rhs } => {
                 let (a, b) = (self.operand(lhs, locals, c)?, self.operand(rhs, locals, c)?);
@@ -287,34 +311,6 @@ impl Encoder<'_> {
                     BinOp::URem => const_of(rhs).filter(|&k| k != 0).map(|k| format!("(mod {a} {k})")),
                     BinOp::Or | BinOp::Xor | BinOp::AShr | BinOp::SDiv | BinOp::SRem => None,
                 }
-            }
-            InstKind::ICmp { pred, lhs, rhs } => {
-                let ow = self.width_of(lhs)?;
-                if self.width_of(rhs) != Some(ow) {
-                    return None;
-                }
-                let (a, b) = (self.operand(lhs, locals, c)?, self.operand(rhs, locals, c)?);
-                let (sa, sb) = (signed(&a, ow), signed(&b, ow));
-                let test = match pred {
-                    IntPredicate::Eq => format!("(= {a} {b})"),
-                    IntPredicate::Ne => format!("(distinct {a} {b})"),
-                    IntPredicate::Ugt => format!("(> {a} {b})"),
-                    IntPredicate::Uge => format!("(>= {a} {b})"),
-                    IntPredicate::Ult => format!("(< {a} {b})"),
-                    IntPredicate::Ule => format!("(<= {a} {b})"),
-                    IntPredicate::Sgt => format!("(> {sa} {sb})"),
-                    IntPredicate::Sge => format!("(>= {sa} {sb})"),
-                    IntPredicate::Slt => format!("(< {sa} {sb})"),
-                    IntPredicate::Sle => format!("(<= {sa} {sb})"),
-                };
-                Some(format!("(ite {test} 1 0)"))
-            }
-            InstKind::Select { cond, then_val, else_val } => {
-                if self.width_of(then_val) != Some(w) || self.width_of(else_val) != Some(w) || self.width_of(cond) != Some(1) {
-                    return None;
-                }
-                let (k, t, e) = (self.operand(cond, locals, c)?, self.operand(then_val, locals, c)?, self.operand(else_val, locals, c)?);
-                Some(format!("(ite (= {k} 1) {t} {e})"))
             }
             InstKind::Cast { op, val } => {
                 let from = self.width_of(val)?;

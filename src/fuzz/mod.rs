@@ -218,19 +218,12 @@ impl Fuzzer {
             let out = run_tool(&objcopy, &args, d)?;
             if out.status.success() { Ok(()) } else { Err(Error::internal(format!("{} failed: {}", objcopy.display(), first_error(&out.stderr)))) }
         };
-        std::thread::scope(|s| {
-            let program = s.spawn(program);
-            let driver = build_driver(&stubbed);
-            program.join().unwrap_or_else(|_| Err(Error::internal("the fuzzing compile thread panicked"))).and(driver)
-        })?;
+        crate::replay::at_once(program, || build_driver(&stubbed))?;
         for attempt in 0..2 {
             if attempt > 0 {
                 build_driver(&stubbed)?;
             }
-            let mut args: Vec<&std::ffi::OsStr> = vec!["-static".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
-            if let Some(flag) = crate::replay::lld_flag() {
-                args.push(flag.as_ref());
-            }
+            let mut args = crate::replay::static_link_args();
             args.extend([driver_o.as_os_str(), renamed.as_os_str()]);
             args.extend([runtime.as_os_str(), "-lstdc++".as_ref(), "-lm".as_ref(), "-lpthread".as_ref(), "-o".as_ref(), exe.as_os_str()]);
             let out = run_tool(&clang, &args, d)?;

@@ -78,3 +78,17 @@ fn wrap_around_is_not_proved_away() {
     let r = analyse("chc", LOOPS, &["--function", "wrap", "--call", "reach_error", "--engine", "apc,dse,chc", "--timeout", "20"]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");
 }
+
+/// A function too large for Horn clauses (every clause names the whole state) is declined at
+/// once instead of being written out as gigabytes of text.
+#[test]
+fn a_function_too_large_to_encode_is_declined() {
+    let mut src = String::from("extern void reach_error(void);\nvoid big(int x) {\n  int y = 0;\n");
+    for k in 0..1500 {
+        src.push_str(&format!("  if (x == {k}) y += {k};\n"));
+    }
+    src.push_str("  if (y == -1) reach_error();\n}\n");
+    let r = analyse("big", &src, &["--function", "big", "--call", "reach_error", "--engine", "chc", "--timeout", "60"]);
+    assert_eq!(r["verdict"], "unknown", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("not encoded as Horn clauses"), "{}", r["reason"]);
+}

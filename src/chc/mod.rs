@@ -386,7 +386,11 @@ impl Encoder<'_> {
     }
 }
 
-/// Encodes `f` in `theory`; `None` when no block is a target.
+/// Most (blocks on the way to a target) × (state registers) an encoding may have.
+const MAX_STATE_CELLS: usize = 2_000_000;
+
+/// Encodes `f` in `theory`; `None` when no block is a target, or when the function is too
+/// large to encode ([`MAX_STATE_CELLS`]).
 pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
     let targets: Vec<BlockId> = f.target_blocks();
     if targets.is_empty() {
@@ -459,6 +463,11 @@ pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
     }
     let state: Vec<(ValueId, u32)> =
         chosen.into_iter().filter_map(|v| sort_width(f.value_type(v)).filter(|w| theory.encodes(*w)).map(|w| (v, w))).collect();
+    // Every clause names the whole state twice: a function with many blocks and registers
+    // would give gigabytes of text (and Spacer no answer). Such functions are not encoded.
+    if useful.len().saturating_mul(state.len()) > MAX_STATE_CELLS {
+        return None;
+    }
     let in_state = state.iter().enumerate().map(|(k, (v, _))| (*v, k)).collect();
     let enc = Encoder { f, theory, state, in_state };
     let e = &enc;

@@ -25,7 +25,7 @@ impl Engine for ChcEngine {
         // Both encodings at once: a solution of either is a proof.
         let problems: Vec<(Theory, HornProblem)> = [Theory::Integers, Theory::BitVectors].into_iter().filter_map(|t| crate::chc::encode(f, t).map(|p| (t, p))).collect();
         if problems.is_empty() {
-            return EngineResult::new(Finding::Unknown("no target block to encode".into()));
+            return EngineResult::new(Finding::Unknown("not encoded as Horn clauses: no target block, or too many blocks and registers".into()));
         }
         for (t, p) in &problems {
             tracing::debug!(theory = ?t, smtlib = %p.smtlib, "Horn clauses");

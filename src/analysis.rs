@@ -182,9 +182,9 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
                 progress.enter("checking the witness for undefined behaviour");
                 let tu = Instant::now();
                 match crate::replay::ub::check(&config.input, &config.function, &config.target, &options, &witness, t0 + config.timeout) {
-                    crate::replay::ub::UbCheck::Clean => report.ub_check = Some("none before the target (UBSan)".into()),
+                    crate::replay::ub::UbCheck::Clean => report.ub_check = Some("none before the target (UBSan, ASan)".into()),
                     crate::replay::ub::UbCheck::Ub(u) => {
-                        report.ub_check = Some("undefined behaviour before the target (UBSan)".into());
+                        report.ub_check = Some(format!("undefined behaviour before the target ({})", u.sanitizer));
                         if config.ub_is_error {
                             report.verdict = Verdict::Unknown;
                             report.reason = format!(

@@ -45,7 +45,7 @@ pub struct Config {
     pub arg_sizes: Vec<(String, u64)>,
     /// `--dot FILE`: where to draw the flowgraph (DOT, or SVG through Graphviz for `.svg`).
     pub dot: Option<PathBuf>,
-    /// `--check-ub`: run a reaching witness again on the program built under UBSan and report
+    /// `--check-ub`: run a reaching witness again on the program built under UBSan and ASan and report
     /// the undefined operation it relies on, if any ([`crate::replay::ub`]).
     pub check_ub: bool,
     /// `--ub-is-error`: a witness that relies on undefined behaviour does not count as reaching

@@ -303,6 +303,14 @@ pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
     out
 }
 
+/// AddressSanitizer's options in the sanitized replay program (compiled in: runs get a cleared
+/// environment). `mmap_limit_mb` bounds its heap and mappings, because the address-space limit
+/// of ordinary runs cannot be used (the shadow memory reserves terabytes).
+pub fn asan_options() -> String {
+    let mb = super::Limits::default().memory_bytes >> 20;
+    format!("detect_leaks=0:symbolize=0:mmap_limit_mb={mb}:allocator_may_return_null=1:detect_stack_use_after_return=0")
+}
+
 /// Generates the replay driver: it reads a witness encoded by [`encode`] from fd 4, lays its
 /// buffers out in a static arena (16-byte aligned, pointer slots patched), and makes the call.
 pub fn generate_replay(spec: &DriverSpec) -> String {
@@ -311,11 +319,21 @@ pub fn generate_replay(spec: &DriverSpec) -> String {
     prologue(spec, &mut out);
     let _ = writeln!(
         out,
-        "#define APC_INPUT_MAX {REPLAY_INPUT_MAX}ul\n#define APC_MAX_BUFFERS {REPLAY_MAX_BUFFERS}ul\n#define APC_BAD {EXIT_BAD_WITNESS}"
+        "#define APC_INPUT_MAX {REPLAY_INPUT_MAX}ul\n#define APC_MAX_BUFFERS {REPLAY_MAX_BUFFERS}ul\n#define APC_BAD {EXIT_BAD_WITNESS}\n#define APC_ASAN_OPTIONS \"{}\"",
+        asan_options()
     );
     out.push_str(
         r#"static unsigned char apc_input[APC_INPUT_MAX] __attribute__((aligned(16)));
+#ifdef APC_SANITIZED
+/* Each buffer an allocation of its own, exactly as long as the witness says: AddressSanitizer
+   reports an access past it. Its options: no leak check (the driver frees nothing), no
+   symbolizer (the jail has none: the analyser symbolizes), the heap bounded instead of the
+   address space (the shadow memory needs terabytes of it). */
+void *malloc(unsigned long);
+const char *__asan_default_options(void) { return APC_ASAN_OPTIONS; }
+#else
 static unsigned char apc_arena[APC_INPUT_MAX] __attribute__((aligned(16)));
+#endif
 static unsigned char *apc_bufs[APC_MAX_BUFFERS];
 static unsigned long apc_lens[APC_MAX_BUFFERS];
 static unsigned long apc_len, apc_at, apc_stream_at, apc_stream_len, apc_pos;
@@ -352,9 +370,14 @@ static void apc_read_witness(void) {
   for (unsigned long b = 0; b < nbuf; b++) {
     unsigned long len = apc_word();
     if (len > apc_len - apc_at || len > APC_INPUT_MAX - used) apc_exit(APC_BAD);
+#ifdef APC_SANITIZED
+    apc_bufs[b] = (unsigned char *)malloc(len);
+    if (!apc_bufs[b]) apc_exit(APC_BAD);
+#else
     apc_bufs[b] = apc_arena + used;
+#endif
     apc_lens[b] = len;
-    for (unsigned long k = 0; k < len; k++) apc_arena[used + k] = apc_input[apc_at + k];
+    for (unsigned long k = 0; k < len; k++) apc_bufs[b][k] = apc_input[apc_at + k];
     apc_at += (len + 7) & ~7ul;
     used += len ? (len + 15) & ~15ul : 16;
   }

@@ -7,6 +7,7 @@ pub mod sandbox;
 pub mod pure;
 pub mod stubs;
 pub mod ub;
+mod libraries;
 
 pub use sandbox::{Limits, RunOutcome};
 
@@ -36,8 +37,23 @@ pub struct Replayer {
     stubbed: Vec<String>,
     runs: AtomicU32,
     keep_temps: bool,
-    /// Extra clang flags of the link (a sanitizer's runtime).
-    link_flags: Vec<String>,
+    flavour: Flavour,
+    /// Shared libraries every run's jail gets (the sanitized flavour is linked dynamically):
+    /// the copy in the build directory, and where the jail has it.
+    libraries: Vec<(PathBuf, PathBuf)>,
+}
+
+/// How the replay program is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavour {
+    /// Statically linked, buffers in one arena: what every engine replays with.
+    Plain,
+    /// AddressSanitizer and UndefinedBehaviorSanitizer (see [`ub`]): the bitcode must come from
+    /// C compiled with `-fsanitize=address,undefined` and without LLVM passes (so that the ASan
+    /// pass runs once, here); every buffer is an allocation of its own. ASan's runtime cannot
+    /// be linked statically, so the program is linked dynamically and each run's jail gets the
+    /// shared libraries it needs.
+    Sanitized,
 }
 
 fn run_clang(args: &[&std::ffi::OsStr], tmp: &Path) -> Result<std::process::Output> {
@@ -72,6 +88,16 @@ pub(crate) fn static_link_args() -> Vec<&'static std::ffi::OsStr> {
     args
 }
 
+/// The sanitizers of the [`Flavour::Sanitized`] build.
+const SANITIZE: &str = "-fsanitize=address,undefined";
+
+/// [`static_link_args`] for a dynamically linked program.
+fn dynamic_link_args() -> Vec<&'static std::ffi::OsStr> {
+    let mut args = static_link_args();
+    args.retain(|a| *a != "-static");
+    args
+}
+
 /// Runs the two compile steps of a native build at once (`first` on a thread of its own):
 /// about 30 ms each, on two cores.
 pub(crate) fn at_once(first: impl FnOnce() -> Result<()> + Send, second: impl FnOnce() -> Result<()>) -> Result<()> {
@@ -87,12 +113,11 @@ impl Replayer {
     /// statically; functions nobody defines get stubs returning 0 (the analysis treats their
     /// results as unknown anyway).
     pub fn new(loaded: &Loaded, keep_temps: bool) -> Result<Replayer> {
-        Replayer::with_link_flags(loaded, keep_temps, &[])
+        Replayer::build(loaded, keep_temps, Flavour::Plain)
     }
 
-    /// [`Replayer::new`] with extra clang flags for the link (`-fsanitize=undefined` links the
-    /// sanitizer's runtime, see [`ub`]).
-    pub fn with_link_flags(loaded: &Loaded, keep_temps: bool, link_flags: &[&str]) -> Result<Replayer> {
+    /// Builds the replay executable of `flavour`.
+    pub fn build(loaded: &Loaded, keep_temps: bool, flavour: Flavour) -> Result<Replayer> {
         let mut dir = tempfile::Builder::new()
             .prefix("apc-replay-")
             .tempdir()
@@ -113,7 +138,15 @@ impl Replayer {
             stubbed: vec![],
             runs: AtomicU32::new(0),
             keep_temps,
-            link_flags: link_flags.iter().map(|f| f.to_string()).collect(),
+            flavour,
+            libraries: vec![],
+        };
+        // The sanitized program: ASan instruments the program's code (the pass runs on the
+        // bitcode's `sanitize_address` functions), the driver is plain C that allocates its
+        // buffers one by one; the link brings both runtimes.
+        let (program_flags, driver_flags, link_flags): (&[&str], &[&str], &[&str]) = match flavour {
+            Flavour::Plain => (&[], &[], &[]),
+            Flavour::Sanitized => (&[SANITIZE], &["-DAPC_SANITIZED"], &[SANITIZE]),
         };
         let bc = rp.dir.path().join("program.bc");
         write(&bc, &loaded.instrumented_bitcode)?;
@@ -133,9 +166,9 @@ impl Replayer {
             let stderr = String::from_utf8_lossy(&out.stderr);
             Error::internal(format!("building the replay program failed: {}", stderr.lines().find(|l| l.contains("error")).unwrap_or("")))
         };
-        let compile = |src: &Path, obj: &Path, flags: &[String]| -> Result<()> {
+        let compile = |src: &Path, obj: &Path, flags: &[&str]| -> Result<()> {
             let mut args: Vec<&std::ffi::OsStr> = vec!["-O0".as_ref(), "-w".as_ref(), "-c".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
-            args.extend(flags.iter().map(|f| std::ffi::OsStr::new(f.as_str())));
+            args.extend(flags.iter().map(std::ffi::OsStr::new));
             args.extend([src.as_os_str(), "-o".as_ref(), obj.as_os_str()]);
             let out = run_clang(&args, rp.dir.path())?;
             if out.status.success() { Ok(()) } else { Err(failed(&out)) }
@@ -147,18 +180,24 @@ impl Replayer {
                 source.push_str(stubs);
             }
             write(&driver, source.as_bytes())?;
-            compile(&driver, &driver_o, &rp.link_flags)
+            compile(&driver, &driver_o, driver_flags)
         };
-        at_once(|| compile(&bc, &program_o, &rp.link_flags), || build_driver(&rp))?;
+        at_once(|| compile(&bc, &program_o, program_flags), || build_driver(&rp))?;
         for attempt in 0..2 {
             if attempt > 0 {
                 build_driver(&rp)?;
             }
-            let mut args = static_link_args();
-            args.extend(rp.link_flags.iter().map(|f| std::ffi::OsStr::new(f.as_str())));
+            let mut args = match flavour {
+                Flavour::Plain => static_link_args(),
+                Flavour::Sanitized => dynamic_link_args(),
+            };
+            args.extend(link_flags.iter().map(std::ffi::OsStr::new));
             args.extend([driver_o.as_os_str(), program_o.as_os_str(), "-lm".as_ref(), "-o".as_ref(), rp.exe.as_os_str()]);
             let out = run_clang(&args, rp.dir.path())?;
             if out.status.success() {
+                if flavour == Flavour::Sanitized {
+                    rp.libraries = libraries::gather(&rp.exe, &rp.dir.path().join("lib"))?;
+                }
                 return Ok(rp);
             }
             let missing = stubs::undefined_in_link_errors(&String::from_utf8_lossy(&out.stderr));
@@ -181,6 +220,11 @@ impl Replayer {
             .spawn(move || Replayer::new(&loaded, keep_temps))
             .map_err(|e| format!("cannot start the native build: {e}"));
         NativeBuild { handle: Mutex::new(Some(handle)), result: OnceLock::new() }
+    }
+
+    /// The executable (outside any jail).
+    pub fn exe_path(&self) -> &Path {
+        &self.exe
     }
 
     pub fn dir(&self) -> &Path {
@@ -233,10 +277,14 @@ impl Replayer {
     pub fn run_observed(&self, w: &Witness, limits: Limits, stderr: Option<&std::fs::File>) -> Result<RunOutcome> {
         let n = self.runs.fetch_add(1, Ordering::Relaxed);
         let (work, jail) = jail_for(self.dir.path(), n, &self.exe, "prog")?;
+        libraries::install(&self.libraries, &jail)?;
         let witness = work.join("witness");
         let token = random_token();
         write(&witness, &driver::encode(&self.spec(), &self.fitted(w), token))?;
         let input = std::fs::File::open(&witness).map_err(|e| Error::internal(format!("opening {}: {e}", witness.display())))?;
+        // ASan reserves terabytes of address space for its shadow: the sanitized program's
+        // heap is bounded by ASan itself instead (`driver::asan_options`).
+        let limits = if self.flavour == Flavour::Sanitized { Limits { memory_bytes: u64::MAX, ..limits } } else { limits };
         let out = sandbox::run_with_stderr(&jail, limits, Some(&input), Some(token), stderr).map_err(|e| Error::internal(format!("replay: {e}")));
         if !self.keep_temps {
             let _ = std::fs::remove_dir_all(&work);

@@ -304,7 +304,7 @@ impl Report {
             }
         }
         if let Some(u) = &self.ub {
-            let _ = writeln!(out, "undefined behaviour: {} at {} (UBSan: {})", u.operation, u.location, u.message);
+            let _ = writeln!(out, "undefined behaviour: {} at {} ({}: {})", u.operation, u.location, u.sanitizer, u.message);
         } else if let Some(c) = &self.ub_check {
             let _ = writeln!(out, "undefined behaviour: {c}");
         }

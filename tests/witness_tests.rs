@@ -157,6 +157,28 @@ fn main_with_argc_and_argv_gets_a_real_argv() {
     assert_eq!(build_and_run(&c, &bc), 0);
 }
 
+/// The strings of argv are inputs: the replay and the emitted test pass the witness's, so a
+/// target behind a command-line option is reached (it ended `unknown`: every argument was "").
+#[test]
+fn main_gets_the_witness_argument_strings() {
+    let d = tempfile::tempdir().unwrap();
+    let src = "#include <string.h>\nextern void reach_error(void);\nint main(int argc, char **argv) {\n  if (argc > 2 && strcmp(argv[1], \"-x\") == 0 && argv[2][0] == '7') reach_error();\n  return 0;\n}\n";
+    for engine in ["apc", "dse"] {
+        let p = c_program("argvstr", src);
+        let r = json_report(&p.path, &["--function", "main", "--call", "reach_error", "--engine", engine]);
+        assert_eq!(r["verdict"], "reachable", "{engine}: {r:#}");
+    }
+    let r = emit("argvstr", src, "main", d.path());
+    let (c, bc) = emitted_test(&r);
+    assert!(std::fs::read_to_string(&c).unwrap().contains("apc_given_argv"));
+    assert_eq!(build_and_run(&c, &bc), 0);
+    // The twin: no argument string passes both tests.
+    let twin = src.replace("argv[2][0] == '7'", "argv[1][1] == 'y'");
+    let p = c_program("argvtwin", &twin);
+    let r = json_report(&p.path, &["--function", "main", "--call", "reach_error", "--engine", "apc"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+}
+
 #[test]
 fn emit_tests_problems_are_found_before_the_analysis_and_symlinks_are_not_followed() {
     let d = tempfile::tempdir().unwrap();

@@ -203,7 +203,38 @@ fn prologue(spec: &DriverSpec, out: &mut String) {
 
 /// The statements building a real argv of `argc` entries ("apc", then empty strings).
 pub(crate) fn argv_c(argc: &str) -> String {
-    format!("  static char apc_arg0[] = \"apc\", apc_empty[] = \"\";\n  static char *apc_argv[66];\n  apc_argv[0] = apc_arg0;\n  for (int k = 1; k < {argc}; k++) apc_argv[k] = apc_empty;\n  apc_argv[{argc}] = 0;\n")
+    argv_given_c(argc, "(char **)0")
+}
+
+/// [`argv_c`] with the strings the witness gives: `given` is a `char **` expression (or null)
+/// whose non-null entries below `argc` are the arguments; the others are `""` (`"apc"` for the
+/// program name).
+fn argv_given_c(argc: &str, given: &str) -> String {
+    format!(
+        "  static char apc_arg0[] = \"apc\", apc_empty[] = \"\";\n  static char *apc_argv[66];\n  char **apc_given = {given};\n  for (int k = 0; k < {argc}; k++) apc_argv[k] = apc_given && apc_given[k] ? apc_given[k] : k ? apc_empty : apc_arg0;\n  apc_argv[{argc}] = 0;\n"
+    )
+}
+
+/// The strings `w` gives `main`'s argv: entry k (below argc) is the pointee at offset 8k of the
+/// argv buffer, its bytes ending in a NUL (one is added when they do not); `None` where the
+/// witness has none (the analysis left it free: any string does).
+fn argv_strings(w: &Witness) -> Vec<Option<Vec<u8>>> {
+    let argc = argc_of(w) as u64;
+    let (pointees, front) = match w.params.get(1) {
+        Some(ParamInput::Buffer { pointees, front, .. }) => (pointees.as_slice(), *front),
+        _ => (&[][..], 0),
+    };
+    (0..argc)
+        .map(|k| {
+            pointees.iter().find(|p| p.offset == front + 8 * k).map(|p| {
+                let mut b = p.bytes.clone();
+                if !b.contains(&0) {
+                    b.push(0);
+                }
+                b
+            })
+        })
+        .collect()
 }
 
 fn c_bytes(bytes: &[u8]) -> String {
@@ -288,7 +319,20 @@ pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
     let mut arena = Arena::default();
     let args: Vec<String> = if spec.is_main_with_args() {
         let argc = argc_of(w);
-        decls.push_str(&argv_c(&argc.to_string()));
+        let strings = argv_strings(w);
+        let mut given = vec![];
+        for (k, s) in strings.iter().enumerate() {
+            match s {
+                Some(bytes) => {
+                    let _ = writeln!(decls, "  static char apc_arg_{k}[{}] = {{ {} }};", bytes.len(), c_bytes(bytes));
+                    given.push(format!("apc_arg_{k}"));
+                }
+                None => given.push("0".into()),
+            }
+        }
+        given.push("0".into());
+        let _ = writeln!(decls, "  static char *apc_given_argv[] = {{ {} }};", given.join(", "));
+        decls.push_str(&argv_given_c(&argc.to_string(), "apc_given_argv"));
         vec![argc.to_string(), "apc_argv".into()]
     } else {
         f.params.iter().enumerate().map(|(k, p)| param_c(p, w.params.get(k), &mut arena, &mut decls)).collect()
@@ -406,7 +450,7 @@ static void apc_read_witness(void) {
     out.push_str(INIT_C);
     out.push_str("int main(int apc_main_argc, char **apc_main_argv) {\n  if (apc_main_argc > 1 && apc_is_init_arg(apc_main_argv[1])) apc_init();\n  atexit(apc_not_reached);\n  apc_read_witness();\n  { long d = apc_sys(72, 3, 1030, 900); if (d >= 0) apc_hit_fd = d; }\n");
     let args: Vec<String> = if spec.is_main_with_args() {
-        out.push_str(&argv_c("(int)apc_params[0]"));
+        out.push_str(&argv_given_c("(int)apc_params[0]", "(char **)apc_params[1]"));
         vec!["(int)apc_params[0]".into(), "apc_argv".into()]
     } else {
         f.params
@@ -445,10 +489,20 @@ pub fn encode(spec: &DriverSpec, w: &Witness, token: u64) -> Vec<u8> {
         }
         me
     }
+    // main's argv: an array of argc + 1 pointers, null except where the witness gives a string.
+    let argv = if spec.is_main_with_args() { argv_strings(w) } else { vec![] };
+    let argv_array = vec![0u8; 8 * (argv.len() + 1)];
     let mut bufs: Vec<&[u8]> = vec![];
     let mut slots = vec![];
     let params: Vec<[u64; 2]> = if spec.is_main_with_args() {
-        vec![[0, argc_of(w) as u64], [2, 0]]
+        bufs.push(&argv_array);
+        for (k, s) in argv.iter().enumerate() {
+            if let Some(bytes) = s {
+                slots.push([0, 8 * k as u64, bufs.len() as u64]);
+                bufs.push(bytes);
+            }
+        }
+        vec![[0, argv.len() as u64], [1, 0]]
     } else {
         spec.function
             .params

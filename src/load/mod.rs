@@ -55,7 +55,11 @@ pub const STATIC_PREFIX: &str = "__apc_static_";
 /// C source of the library models (see `env_models.c`).
 const ENV_MODELS: &str = include_str!("env_models.c");
 /// Functions `env_models.c` defines.
-pub const MODELLED_FUNCTIONS: &[&str] = &["strcmp", "strncmp", "memcmp", "strlen"];
+pub const MODELLED_FUNCTIONS: &[&str] =
+    &["strcmp", "strncmp", "memcmp", "strlen", "strchr", "strtol", "strtoll", "strtoul", "strtoull", "atoi", "atol", "atoll"];
+
+/// Models that call other models: the callee is linked in with its caller.
+const MODEL_CALLS: &[(&str, &str)] = &[("atoi", "strtol"), ("atol", "strtol"), ("atoll", "strtoll")];
 
 /// C library functions of integers that are pure and that the executor has no exact model of:
 /// when the program declares them, their calls get mixed concrete-symbolic solving as if named
@@ -116,7 +120,12 @@ fn pure_signature(f: inkwell::values::FunctionValue<'_>) -> std::result::Result<
 /// Links models of the library functions the program declares (and does not define) into the
 /// analysed module, so that their loops are summarised like the program's own.
 fn link_environment_models<'ctx>(ctx: &'ctx Context, module: &inkwell::module::Module<'ctx>, declared: &[String], dir: &Path) -> Result<()> {
-    let needed: Vec<&str> = MODELLED_FUNCTIONS.iter().copied().filter(|f| declared.iter().any(|d| d == f)).collect();
+    let mut needed: Vec<&str> = MODELLED_FUNCTIONS.iter().copied().filter(|f| declared.iter().any(|d| d == f)).collect();
+    for (caller, callee) in MODEL_CALLS {
+        if needed.contains(caller) && !needed.contains(callee) {
+            needed.push(callee);
+        }
+    }
     if needed.is_empty() {
         return Ok(());
     }

@@ -157,13 +157,14 @@ fn main_with_argc_and_argv_gets_a_real_argv() {
     assert_eq!(build_and_run(&c, &bc), 0);
 }
 
-/// The strings of argv are inputs: the replay and the emitted test pass the witness's, so a
-/// target behind a command-line option is reached (it ended `unknown`: every argument was "").
+/// The strings of argv are inputs: the replay and the emitted test pass the witness's, and the
+/// fuzzer mutates them, so a target behind a command-line option is reached (it ended
+/// `unknown`: every argument was "").
 #[test]
 fn main_gets_the_witness_argument_strings() {
     let d = tempfile::tempdir().unwrap();
     let src = "#include <string.h>\nextern void reach_error(void);\nint main(int argc, char **argv) {\n  if (argc > 2 && strcmp(argv[1], \"-x\") == 0 && argv[2][0] == '7') reach_error();\n  return 0;\n}\n";
-    for engine in ["apc", "dse"] {
+    for engine in ["apc", "dse", "fuzz"] {
         let p = c_program("argvstr", src);
         let r = json_report(&p.path, &["--function", "main", "--call", "reach_error", "--engine", engine]);
         assert_eq!(r["verdict"], "reachable", "{engine}: {r:#}");

@@ -33,7 +33,7 @@
 use super::input::{nondet_size, InputLayout, ParamSlot, BUFFER_SLACK, MAX_BUFFERS, MAX_BUFFER_DATA, MAX_DEPTH, MAX_SLOTS};
 use crate::ir::{ParamExt, Ty};
 use crate::load::TARGET_MARKER;
-use crate::replay::driver::{argv_c, DriverSpec, Passing};
+use crate::replay::driver::{DriverSpec, Passing};
 use crate::symex::nondet_c_type;
 use std::fmt::Write;
 
@@ -328,7 +328,6 @@ static unsigned char *apc_buffer(int depth) {
                 let _ = writeln!(out, "  unsigned long long apc_p{k} = apc_take({});", ParamSlot::int_bytes(*width));
                 if spec.is_main_with_args() && k == 0 {
                     let _ = writeln!(out, "  int apc_argc = (int)(unsigned int)apc_p0;\n  if (apc_argc < 1) apc_argc = 1;\n  if (apc_argc > 64) apc_argc = 64;");
-                    out.push_str(&argv_c("apc_argc"));
                     args.push("apc_argc".to_string());
                 } else {
                     let width = if let Ty::Int(w) = p.ty { w } else { *width };
@@ -339,7 +338,12 @@ static unsigned char *apc_buffer(int depth) {
                 let _ = writeln!(out, "  unsigned char *apc_p{k} = apc_buffer(0);");
                 args.push(if *front > 0 { format!("(void *)(apc_p{k} + {front})") } else { format!("(void *)apc_p{k}") });
             }
-            ParamSlot::Fixed { .. } if spec.is_main_with_args() && k == 1 => args.push("apc_argv".into()),
+            ParamSlot::Argv { .. } => {
+                // argv[1..argc): one buffer each, without pointer slots (as `InputLayout::decode`).
+                out.push_str("  static char apc_arg0[] = \"apc\";\n  static char *apc_argv[66];\n  apc_argv[0] = apc_arg0;\n");
+                out.push_str("  for (int k = 1; k < apc_argc; k++) apc_argv[k] = (char *)apc_buffer(APC_MAX_DEPTH);\n  apc_argv[apc_argc] = 0;\n");
+                args.push("apc_argv".into());
+            }
             ParamSlot::Fixed { .. } => args.push(
                 match Passing::of(p) {
                     Passing::Pointer => "(void *)0",

@@ -7,7 +7,10 @@
 //! 1. each parameter, in order:
 //!    * an integer of `w` bits: its `⌈w/8⌉` bytes (at most 8), little-endian, masked to `w` bits;
 //!    * a pointer: a buffer (below);
-//!    * anything else (floating point, `argv` of `main`, which the driver builds itself): no bytes;
+//!    * `argv` of `main(argc, argv)`: one buffer (below, without pointer slots) per argument
+//!      1..argc (argc as decoded just before, between 1 and 64, as replay clamps it); `argv[0]`
+//!      is the driver's own;
+//!    * anything else (floating point): no bytes;
 //! 2. the rest feeds the `__VERIFIER_nondet_*` calls in call order, each taking its type's size
 //!    (1 byte for `char`, 4 for `int`, ...), so a string compared with a stream of `nondet_char`
 //!    results is a contiguous run of input bytes that libFuzzer's compare tracing can patch.
@@ -52,7 +55,10 @@ pub enum ParamSlot {
     /// reads in front of the address, see [`crate::ir::Param::front_bytes`], at most
     /// [`MAX_FRONT`]).
     Buffer { name: String, front: u64 },
-    /// No bytes: the value is fixed (zero, or `argv` built by the driver).
+    /// `argv` of `main(int argc, char **argv)`: a buffer per argument after the program name,
+    /// as many as the `argc` before it says.
+    Argv { name: String },
+    /// No bytes: the value is fixed (zero).
     Fixed { name: String, c_type: String },
 }
 
@@ -152,7 +158,7 @@ impl InputLayout {
             .iter()
             .enumerate()
             .map(|(k, p)| match (&p.ty, main_with_args) {
-                (_, true) if k == 1 => ParamSlot::Fixed { name: p.name.clone(), c_type: "char **".into() },
+                (_, true) if k == 1 => ParamSlot::Argv { name: p.name.clone() },
                 (Ty::Int(w), _) => ParamSlot::Int { name: p.name.clone(), width: *w },
                 (Ty::Ptr, _) => ParamSlot::Buffer { name: p.name.clone(), front: p.front_bytes.min(MAX_FRONT) },
                 (other, _) => ParamSlot::Fixed { name: p.name.clone(), c_type: other.to_string() },
@@ -200,6 +206,7 @@ impl InputLayout {
     /// into calls of [`InputLayout::call_size`], exact when the calls are uniform.
     pub fn decode(&self, bytes: &[u8], calls: Option<&[u8]>) -> Witness {
         let mut r = Reader { bytes, at: 0 };
+        let mut argc = 1;
         let params = self
             .params
             .iter()
@@ -207,7 +214,16 @@ impl InputLayout {
             .map(|(slot, shape)| match slot {
                 ParamSlot::Int { name, width } => {
                     let v = r.take(ParamSlot::int_bytes(*width));
+                    argc = argc_value(v);
                     ParamInput::Int { name: name.clone(), width: *width, value: crate::expr::mask((*width).min(64), v) }
+                }
+                ParamSlot::Argv { name } => {
+                    // The strings as pointees of an array of argc + 1 null pointers, as an APC
+                    // model gives them (replay passes them, see `replay::driver`).
+                    let pointees = (1..argc)
+                        .map(|k| Pointee { offset: 8 * k as u64, bytes: r.buffer(&Shape::default(), MAX_DEPTH).0, pointees: vec![] })
+                        .collect();
+                    ParamInput::Buffer { name: name.clone(), bytes: vec![0; 8 * (argc + 1)], pointees, front: 0 }
                 }
                 ParamSlot::Buffer { name, front } => {
                     let (mut bytes, pointees) = r.buffer(shape, 0);
@@ -240,6 +256,7 @@ impl InputLayout {
     /// this layout's shapes (a missing pointee becomes an empty buffer). `calls` as for decode.
     pub fn encode_seed(&self, w: &Witness, calls: Option<&[u8]>) -> Vec<u8> {
         let mut out = vec![];
+        let mut argc = 1;
         for (k, (slot, shape)) in self.params.iter().zip(&self.shapes).enumerate() {
             match (slot, w.params.get(k)) {
                 (ParamSlot::Int { width, .. }, input) => {
@@ -247,7 +264,21 @@ impl InputLayout {
                         Some(ParamInput::Int { value, .. }) => *value,
                         _ => 0,
                     };
-                    out.extend_from_slice(&v.to_le_bytes()[..ParamSlot::int_bytes(*width)]);
+                    let bytes = &v.to_le_bytes()[..ParamSlot::int_bytes(*width)];
+                    argc = argc_value(bytes.iter().rev().fold(0, |a, b| a << 8 | *b as u64));
+                    out.extend_from_slice(bytes);
+                }
+                (ParamSlot::Argv { .. }, input) => {
+                    let (pointees, front) = match input {
+                        Some(ParamInput::Buffer { pointees, front, .. }) => (pointees.as_slice(), *front),
+                        _ => (&[][..], 0),
+                    };
+                    for k in 1..argc as u64 {
+                        let arg = pointees.iter().find(|p| p.offset == front + 8 * k).map_or(&[][..], |p| p.bytes.as_slice());
+                        // The string only: what follows its NUL is never an argument's.
+                        let end = arg.iter().position(|b| *b == 0).unwrap_or(arg.len());
+                        encode_buffer(&arg[..end], &[], &Shape::default(), MAX_DEPTH, &mut out);
+                    }
                 }
                 (ParamSlot::Buffer { front: slot_front, .. }, Some(ParamInput::Buffer { bytes, pointees, front, .. })) if front == slot_front => {
                     encode_buffer(bytes, pointees, shape, 0, &mut out)
@@ -292,10 +323,16 @@ impl InputLayout {
                 ParamSlot::Int { name, width } => ParamInput::Int { name: name.clone(), width: *width, value: crate::expr::mask((*width).min(64), value) },
                 ParamSlot::Buffer { name, front } => ParamInput::Buffer { name: name.clone(), bytes: data.clone(), pointees: vec![], front: *front },
                 ParamSlot::Fixed { name, c_type } => ParamInput::Zero { name: name.clone(), c_type: c_type.clone() },
+                ParamSlot::Argv { name } => ParamInput::Zero { name: name.clone(), c_type: "char **".into() },
             })
             .collect();
         self.encode_seed(&Witness { params, nondet: vec![value; calls] }, None)
     }
+}
+
+/// `argc` as the drivers pass it: the low 32 bits, between 1 and 64 (see `replay::driver`).
+fn argc_value(v: u64) -> usize {
+    (v as u32 as i32).clamp(1, 64) as usize
 }
 
 /// The data part of a witness buffer: without the slack the decoding adds back (exactly
@@ -529,12 +566,28 @@ mod tests {
     }
 
     #[test]
-    fn main_with_arguments_takes_argc_only() {
+    fn main_with_arguments_takes_argc_and_one_string_per_argument() {
         let f = function(vec![("argc", Ty::Int(32)), ("argv", Ty::Ptr)]);
         let l = InputLayout::new(&DriverSpec { function: &f, call_name: crate::load::REPLAY_MAIN, declared: &[], targets: &[] });
-        assert!(matches!(l.params[1], ParamSlot::Fixed { .. }));
-        let w = l.decode(&[3, 0, 0, 0, 9], None);
+        assert!(matches!(l.params[1], ParamSlot::Argv { .. }));
+        // argc 3: two strings ("-x", ""), then the nondet stream.
+        let bytes = [3, 0, 0, 0, 2, b'-', b'x', 0, 9];
+        let w = l.decode(&bytes, None);
         assert_eq!(w.params[0], ParamInput::Int { name: "argc".into(), width: 32, value: 3 });
+        let ParamInput::Buffer { bytes: array, pointees, .. } = &w.params[1] else { panic!("{w:?}") };
+        assert_eq!(array.len(), 32);
+        assert_eq!(pointees.iter().map(|p| p.offset).collect::<Vec<_>>(), vec![8, 16]);
+        assert!(pointees[0].bytes.starts_with(b"-x\0") && pointees[1].bytes.iter().all(|b| *b == 0));
         assert_eq!(w.nondet, vec![9]);
+        // Encoding gives the bytes back (the nondet value as a whole int); an APC model's
+        // string is cut at its NUL.
+        let bytes = [&bytes[..], &[0, 0, 0]].concat();
+        assert_eq!(l.encode_seed(&w, None), bytes);
+        let mut model = w.clone();
+        let ParamInput::Buffer { pointees, .. } = &mut model.params[1] else { unreachable!() };
+        pointees[0].bytes = b"-x\0junk".to_vec();
+        assert_eq!(l.encode_seed(&model, None), bytes);
+        // argc 0 or negative counts as 1: no strings.
+        assert_eq!(l.decode(&[0xff, 0xff, 0xff, 0xff, 7], None).nondet, vec![7]);
     }
 }

@@ -201,14 +201,9 @@ fn prologue(spec: &DriverSpec, out: &mut String) {
     let _ = writeln!(out, "\nvoid apc_function_under_test({proto}) __asm__(\"{}\");\n", spec.call_name);
 }
 
-/// The statements building a real argv of `argc` entries ("apc", then empty strings).
-pub(crate) fn argv_c(argc: &str) -> String {
-    argv_given_c(argc, "(char **)0")
-}
-
-/// [`argv_c`] with the strings the witness gives: `given` is a `char **` expression (or null)
-/// whose non-null entries below `argc` are the arguments; the others are `""` (`"apc"` for the
-/// program name).
+/// The statements building a real argv of `argc` entries with the strings the witness gives:
+/// `given` is a `char **` expression (or null) whose non-null entries below `argc` are the
+/// arguments; the others are `""` (`"apc"` for the program name).
 fn argv_given_c(argc: &str, given: &str) -> String {
     format!(
         "  static char apc_arg0[] = \"apc\", apc_empty[] = \"\";\n  static char *apc_argv[66];\n  char **apc_given = {given};\n  for (int k = 0; k < {argc}; k++) apc_argv[k] = apc_given && apc_given[k] ? apc_given[k] : k ? apc_empty : apc_arg0;\n  apc_argv[{argc}] = 0;\n"

@@ -19,6 +19,14 @@ use tracing::{debug, info};
 /// Most expressions one unfolding APC^K may add (nested quantifiers multiply their instances).
 const MAX_UNFOLD_NODES: usize = 400_000;
 
+/// Expressions the first unfolding may add: above it, K is halved until it fits (down to
+/// [`MIN_START_K`]). The unfolding's size grows as K^depth with nested loops (three nested loops
+/// spent 12 s unfolding at K = 25, where K = 4 unfolds in a fraction of it), and every missed
+/// model doubles K again anyway.
+const START_UNFOLD_NODES: usize = 40_000;
+/// Smallest K the adaptive start goes down to.
+const MIN_START_K: u32 = 2;
+
 /// The query of the APC with its nonlinear operations uninterpreted ([`solve::Query`]).
 const SOLVE_NONLINEAR_UF: &str = "solve_apc_nonlinear_uf";
 
@@ -123,6 +131,7 @@ impl ApcEngine {
         };
         let mut pool = Arc::new(pool);
         let mut k = config.unfold_k;
+        let mut k_chosen = false;
         let mut blocking: Vec<ExprId> = vec![];
         // Preferences, not facts: tied buffer lengths at most PREFERRED_MAX_LEN (see
         // `witness::length_ties`), so that witnesses stay small (a 16 KB buffer for a 6-byte
@@ -180,6 +189,14 @@ impl ApcEngine {
                 let tu = Instant::now();
                 // Within the budget: the unfolding alone took 10 s on EQCNT.
                 let until = Some(cx.deadline);
+                // The adaptive start: the largest K (at most --unfold) whose unfolding is small.
+                if !k_chosen {
+                    k_chosen = true;
+                    while k > MIN_START_K && unfold_until(p, apc.formula, k, false, START_UNFOLD_NODES, until).is_none() && cx.left() > Duration::from_millis(100) {
+                        k = (k / 2).max(MIN_START_K);
+                    }
+                    out.stats.insert("unfold_start_k".into(), k as u64);
+                }
                 if let Some(unfolded) = unfold_until(p, apc.formula, k, false, MAX_UNFOLD_NODES, until) {
                     let unfolded = p.and(std::iter::once(unfolded).chain(lemmas.iter().chain(blocking.iter()).chain(hints.iter()).copied()));
                     // For witnesses only, never for verdicts: with every κ < K all instances of each

@@ -496,3 +496,29 @@ fn a_fill_models_writes_stay_inside_the_array() {
     let n = (a as u32).wrapping_add(30).wrapping_mul(5);
     assert!(n <= 300, "n = {n} stays within A[300]: {r:#}");
 }
+
+/// The first unfolding bound adapts to the unfolding's size (issue 12): three nested loops
+/// multiply the instances of their quantifiers, so K starts below `--unfold`; one loop keeps it.
+#[test]
+fn the_unfolding_bound_starts_small_for_nested_loops() {
+    let nested = "extern void reach_error(void);\n\
+                  void f(const unsigned char *s, unsigned n) {\n\
+                  \x20 unsigned cnt = 0;\n\
+                  \x20 for (unsigned i = 0; i < n && s[i]; i++)\n\
+                  \x20   for (unsigned j = 0; j < i; j++)\n\
+                  \x20     for (unsigned k = 0; k < j; k++)\n\
+                  \x20       if (s[k] == 'a') cnt++;\n\
+                  \x20 if (cnt == 7) reach_error();\n\
+                  }\n";
+    let p = c_program("nested3", nested);
+    let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--engine", "apc", "--timeout", "3", "--max-models", "1"]);
+    let k = r["engines"]["apc"]["stats"]["unfold_start_k"].as_u64().expect("the start K is reported");
+    assert!((2..25).contains(&k), "{r:#}");
+    let one = "extern void reach_error(void);\nvoid f(unsigned n) { unsigned s = 0; for (unsigned i = 0; i < n; i++) s += 2; if (s == 14) reach_error(); }\n";
+    let p = c_program("oneloop_k", one);
+    let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--engine", "apc"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    if let Some(k) = r["engines"]["apc"]["stats"]["unfold_start_k"].as_u64() {
+        assert_eq!(k, 25, "{r:#}");
+    }
+}

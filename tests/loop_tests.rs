@@ -522,3 +522,30 @@ fn the_unfolding_bound_starts_small_for_nested_loops() {
         assert_eq!(k, 25, "{r:#}");
     }
 }
+
+/// Nested counting loops (issue 15): the outer loop's test mentions only its own τ, so it loses
+/// its quantifier even though the body holds an inner loop, and the inner summary (τ-free) needs
+/// none: `c == n * m` after the loops is proved; the twin with `c == n * m` reachable replays.
+#[test]
+fn nested_counting_loops_are_proved_without_quantifiers() {
+    let src = |cond: &str| {
+        format!(
+            "extern void reach_error(void);\n\
+             void f(unsigned n, unsigned m) {{\n\
+             \x20 unsigned c = 0;\n\
+             \x20 if (n > 100 || m > 100) return;\n\
+             \x20 for (unsigned i = 0; i < n; i++)\n\
+             \x20   for (unsigned j = 0; j < m; j++)\n\
+             \x20     c++;\n\
+             \x20 if ({cond}) reach_error();\n\
+             }}\n"
+        )
+    };
+    let p = c_program("nestcount", &src("c > n * m"));
+    let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    assert!(!r["apc"].as_str().unwrap().contains('∀'), "{}", r["apc"]);
+    let p = c_program("nestcount_yes", &src("c == n * m && c == 12"));
+    let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}

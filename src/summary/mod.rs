@@ -934,16 +934,23 @@ impl ApcBuilder<'_> {
                 let t = kappa_to_tau.apply(&mut self.pool, t);
                 push_test(&self.pool, &mut body_tests, t);
             }
-            // One backbone, no inner loop: the tests monotone in τ lose their quantifier.
-            if counters.len() == 1 && fresh.is_empty() {
-                body_tests.retain(|&t| match monotone::forall_below(&mut self.pool, taus[i], counters[i], t) {
+            // The tests monotone in τ_i lose their quantifier. ∀ distributes over ∧, and a test
+            // that mentions neither this backbone's fresh symbols (an inner loop's counters) nor
+            // the other backbones' τ_j leaves their ∃ unchanged when taken out, so this is exact
+            // for any test that mentions τ_i alone (the outer test of nested loops included).
+            let bound: Vec<ExprId> = fresh.iter().copied().chain(taus.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, &t)| t)).collect();
+            body_tests.retain(|&t| {
+                if crate::expr::mentions(&self.pool, t, &bound) {
+                    return true;
+                }
+                match monotone::forall_below(&mut self.pool, taus[i], counters[i], t) {
                     Some(qf) => {
                         parts.push(qf);
                         false
                     }
                     None => true,
-                });
-            }
+                }
+            });
             let body = self.pool.and(body_tests);
             if self.pool.as_bool(body) == Some(true) {
                 continue;
@@ -960,6 +967,13 @@ impl ApcBuilder<'_> {
             conj.push(inner);
             let guarded = self.pool.and(conj);
             let exists = self.pool.exists(others, guarded);
+            // A body without τ_i holds for every τ_i < κ_i exactly when it holds once (or κ_i = 0).
+            if !crate::expr::mentions(&self.pool, exists, &[taus[i]]) {
+                let zero = self.pool.bv(64, 0);
+                let none = self.pool.cmp(crate::ir::IntPredicate::Eq, counters[i], zero);
+                parts.push(self.pool.or([none, exists]));
+                continue;
+            }
             let bound = self.pool.cmp(crate::ir::IntPredicate::Ult, taus[i], counters[i]);
             let imp = self.pool.implies(bound, exists);
             parts.push(self.pool.forall(vec![taus[i]], imp));

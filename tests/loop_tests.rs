@@ -331,6 +331,25 @@ fn a_gauss_sum_wraps_around_like_the_program() {
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
 
+#[test]
+fn a_64_bit_gauss_sum_has_a_closed_form_exact_modulo_2_to_the_64() {
+    // At 64 bits the even factor of κ(κ−1) is halved first. For n = 2^33 + 1 the sum
+    // n(n−1)/2 = 2^65 + 2^32 is 2^32 modulo 2^64: the target needs any other value.
+    let src = |cond: &str| {
+        format!(
+            "void f(unsigned long n) {{ if (n > 10000000000ul) return;\n\
+               unsigned long s = 0; for (unsigned long i = 0; i < n; i++) s += i;\n\
+               if ({cond}) reach_error(); }}"
+        )
+    };
+    let r = reach("gauss64_unreach", &src("n < 1000 && 2 * s != n * (n - 1)"), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    let r = reach("gauss64_wrap", &src("n == 8589934593ul && s != 4294967296ul"), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    let r = reach("gauss64_reach", &src("s == 4950"), "f", &["--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}
+
 // An accumulator of a symbolic amount (`sn += a`): its closed form a·κ is nonlinear, and Z3's
 // bit-blasted multipliers cannot refute `a·κ ≠ n·a` even with κ = n known. The APC with its
 // nonlinear terms uninterpreted (a sound abstraction for proofs) is refuted in milliseconds.

@@ -176,10 +176,11 @@ fn linear(pool: &mut ExprPool, e: ExprId, kappa: ExprId, counters: &[ExprId]) ->
 
 /// Rule 2b: `val = sym + d` where d, under the iterated state at the start of iteration t, is
 /// d₀ + c·t with d₀, c loop-invariant. After κ iterations: a̲ + d₀·κ + c·κ(κ−1)/2, modulo 2^w.
-/// κ(κ−1) is even, so halving it computed modulo 2^(w+1) gives the exact value modulo 2^w
-/// (widths below 64 only: the product needs w + 1 bits).
+/// κ(κ−1) is even, so halving it computed modulo 2^(w+1) gives the exact value modulo 2^w;
+/// at 64 bits (no 65-bit constants) the even factor is halved first instead:
+/// (κ/2)·(κ−1) or κ·((κ−1)/2), exact modulo 2^64.
 fn polynomial(pool: &mut ExprPool, sym: ExprId, val: ExprId, counters: &[ExprId], i: usize, w: u32, current: &Substitution) -> Option<ExprId> {
-    if w >= 64 {
+    if w > 64 {
         return None;
     }
     let d = increment(pool, sym, val)?;
@@ -197,12 +198,24 @@ fn polynomial(pool: &mut ExprPool, sym: ExprId, val: ExprId, counters: &[ExprId]
     let (d0, c) = linear(pool, d, counters[i], counters)?;
     let k = counters[i];
     let kw = pool.resize(k, w);
-    let x = pool.resize(k, w + 1);
-    let one = pool.bv(w + 1, 1);
-    let y = pool.bin(BvOp::Sub, x, one);
-    let prod = pool.bin(BvOp::Mul, x, y);
-    let half = pool.bin(BvOp::LShr, prod, one);
-    let tri = pool.resize(half, w);
+    let tri = if w < 64 {
+        let x = pool.resize(k, w + 1);
+        let one = pool.bv(w + 1, 1);
+        let y = pool.bin(BvOp::Sub, x, one);
+        let prod = pool.bin(BvOp::Mul, x, y);
+        let half = pool.bin(BvOp::LShr, prod, one);
+        pool.resize(half, w)
+    } else {
+        let x = pool.resize(k, 64);
+        let one = pool.bv(64, 1);
+        let y = pool.bin(BvOp::Sub, x, one);
+        let low = pool.bin(BvOp::And, x, one);
+        let zero = pool.bv(64, 0);
+        let even = pool.cmp(crate::ir::IntPredicate::Eq, low, zero);
+        let (xh, yh) = (pool.bin(BvOp::LShr, x, one), pool.bin(BvOp::LShr, y, one));
+        let (a, b) = (pool.bin(BvOp::Mul, xh, y), pool.bin(BvOp::Mul, x, yh));
+        pool.ite(even, a, b)
+    };
     let lin = pool.bin(BvOp::Mul, d0, kw);
     let quad = pool.bin(BvOp::Mul, c, tri);
     let s1 = pool.bin(BvOp::Add, sym, lin);

@@ -203,6 +203,11 @@ impl ExprPool {
         if let Some(s) = self.absorb(&[c, a, b], sort) {
             return s;
         }
+        // ite(x ≠ 0, x, 0) is x (also as 0 <ᵤ x, x >ᵤ 0, and with x zero-extended in the then
+        // branch): the iteration count of `for (i = 0; i < n; i++)` is ite(0 <ᵤ n, n, 0).
+        if self.as_const(b) == Some(0) && self.nonzero_test_of(c).is_some_and(|x| a == x || matches!(self.get(a), Expr::ZExt(y, _) if *y == x)) {
+            return a;
+        }
         if sort == Sort::Bool {
             match (self.as_bool(a), self.as_bool(b)) {
                 (Some(true), Some(false)) => return c,
@@ -211,6 +216,19 @@ impl ExprPool {
             }
         }
         self.intern(Expr::Ite(c, a, b), sort)
+    }
+
+    /// `x` when `c` says exactly that the bit-vector `x` is not zero.
+    fn nonzero_test_of(&self, c: ExprId) -> Option<ExprId> {
+        let Expr::Cmp(p, l, r) = self.get(c) else { return None };
+        let (zero_l, zero_r) = (self.as_const(*l) == Some(0), self.as_const(*r) == Some(0));
+        match p {
+            IntPredicate::Ult if zero_l => Some(*r),
+            IntPredicate::Ugt if zero_r => Some(*l),
+            IntPredicate::Ne if zero_r => Some(*l),
+            IntPredicate::Ne if zero_l => Some(*r),
+            _ => None,
+        }
     }
 
     // ----- bit-vectors -----
@@ -663,6 +681,25 @@ mod tests {
         let s1 = p.bin(BvOp::Mul, x, two);
         let s2 = p.bin(BvOp::Mul, two, x);
         assert_eq!(s1, s2, "commutative operands are normalised");
+    }
+
+    #[test]
+    fn a_value_kept_only_when_nonzero_is_the_value() {
+        let mut p = ExprPool::new();
+        let x = x32(&mut p);
+        let zero = p.bv(32, 0);
+        let zero64 = p.bv(64, 0);
+        let pos = p.cmp(IntPredicate::Ult, zero, x);
+        assert_eq!(p.ite(pos, x, zero), x, "ite(0 <ᵤ x, x, 0) = x");
+        let wide = p.zext(x, 64);
+        assert_eq!(p.ite(pos, wide, zero64), wide, "also zero-extended");
+        let ne = p.cmp(IntPredicate::Ne, x, zero);
+        assert_eq!(p.ite(ne, x, zero), x);
+        // Not for a signed test (x < 0 keeps 0), nor for another value.
+        let spos = p.cmp(IntPredicate::Slt, zero, x);
+        assert_ne!(p.ite(spos, x, zero), x);
+        let one = p.bv(32, 1);
+        assert_ne!(p.ite(pos, one, zero), one);
     }
 
     #[test]

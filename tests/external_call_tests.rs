@@ -132,6 +132,41 @@ fn number_parsing_and_character_search_are_modelled() {
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
 
+/// `realloc`: a block of its own. The DSE copies the old block's bytes exactly; the APC knows
+/// nothing of the copied bytes (it does not track sizes) but keeps the new block's own writes;
+/// inside a loop (a dynamic array that grows) every instance is unknown to the APC, and the DSE
+/// follows the run.
+#[test]
+fn realloc_gives_a_block_of_its_own() {
+    let grow = "#include <stdlib.h>\nextern void reach_error(void);\n\
+                void f(int k, int v) {\n\
+                \x20 int *a = malloc(4 * sizeof(int)); if (!a) return;\n\
+                \x20 for (int i = 0; i < 4; i++) a[i] = i;\n\
+                \x20 int *b = realloc(a, 8 * sizeof(int)); if (!b) return;\n\
+                \x20 b[6] = v;\n\
+                \x20 if (k >= 0 && k < 4 && b[k] == 3 && b[6] == 77) reach_error();\n\
+                }\n";
+    let p = c_program("realloc_yes", grow);
+    let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--engine", "dse", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["inputs"][0]["value"], 3, "the copied element: {r:#}");
+    let p = c_program("realloc_no", &grow.replace("b[k] == 3 && b[6] == 77", "b[6] != v"));
+    let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--engine", "apc", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    let vector = "#include <stdlib.h>\nextern void reach_error(void);\n\
+                  void f(int n, int k) {\n\
+                  \x20 int *a = 0; int cap = 0;\n\
+                  \x20 for (int i = 0; i < n && i < 20; i++) {\n\
+                  \x20   if (i >= cap) { cap = cap ? cap * 2 : 2; a = realloc(a, cap * sizeof(int)); if (!a) return; }\n\
+                  \x20   a[i] = i * 5;\n\
+                  \x20 }\n\
+                  \x20 if (k >= 0 && k < n && k < 20 && a[k] == 35) reach_error();\n\
+                  }\n";
+    let p = c_program("realloc_loop", vector);
+    let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--timeout", "30"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}
+
 /// The C library models the analysis links into the program it analyses (`env_models.c`) must
 /// return exactly what glibc returns: the replay runs glibc, and a model that differs would make
 /// a proof about another program. Compiled natively under other names and compared on every

@@ -718,6 +718,30 @@ impl<'a> Executor<'a> {
                 st.objects.push(Rc::new(Obj { name: format!("heap{obj}"), kind: ObjKind::Heap, bytes, alive: true }));
                 return Ok(Some(Val::Ptr { obj, off: IntV::c(64, 0) }));
             }
+            // A new block of n bytes holding the old block's first min(old size, n) bytes, the
+            // rest unknown (as malloc's); the old block is freed. realloc(NULL, n) is malloc(n).
+            "realloc" => {
+                let n = int_arg(self, st, 1)?;
+                let Some(n) = n.as_const().filter(|&n| n <= MAX_CONST_LEN) else { return give_up("reallocation to a symbolic size") };
+                let old = match self.operand(st, &args[0])? {
+                    Val::Null => None,
+                    Val::Ptr { obj, off } if off.as_const() == Some(0) && st.objects[obj as usize].kind == ObjKind::Heap && st.objects[obj as usize].alive => Some(obj),
+                    _ => return give_up("realloc of something other than a live heap block's start"),
+                };
+                self.inexact.get_or_insert_with(|| "heap allocations are assumed to succeed".into());
+                let obj = st.objects.len() as u32;
+                let bytes = (0..n as usize)
+                    .map(|k| match old.and_then(|o| st.objects[o as usize].bytes.get(k)) {
+                        Some(b) => b.clone(),
+                        None => Byte::Int(IntV::S { w: 8, t: BV::fresh_const(&format!("dse.heap{obj}.{k}"), 8) }),
+                    })
+                    .collect();
+                if let Some(o) = old {
+                    st.obj_mut(o).alive = false;
+                }
+                st.objects.push(Rc::new(Obj { name: format!("heap{obj}"), kind: ObjKind::Heap, bytes, alive: true }));
+                return Ok(Some(Val::Ptr { obj, off: IntV::c(64, 0) }));
+            }
             "free" => {
                 match self.operand(st, &args[0])? {
                     Val::Null => {}

@@ -490,11 +490,11 @@ impl<'p> Executor<'p> {
     }
 }
 
-/// Whether an instruction allocates an object (`alloca`, `malloc`, `calloc`).
+/// Whether an instruction allocates an object (`alloca`, `malloc`, `calloc`, `realloc`).
 fn allocates(kind: &InstKind) -> bool {
     match kind {
         InstKind::Alloca { .. } => true,
-        InstKind::Call { callee: crate::ir::Callee::Direct(n), .. } => matches!(n.as_str(), "malloc" | "calloc"),
+        InstKind::Call { callee: crate::ir::Callee::Direct(n), .. } => matches!(n.as_str(), "malloc" | "calloc" | "realloc"),
         _ => false,
     }
 }

@@ -193,8 +193,21 @@ int m_atoi(const char *); long m_atol(const char *); long long m_atoll(const cha
 static const char A[] = " \t\n+-0178x9aAfFgzZ\x80\xff";
 static int bad;
 #define CHECK(c) do { if (!(c)) { if (bad++ < 10) printf("differs: %s on \"%s\" / \"%s\" (base index %d)\n", #c, s, t, b); } } while (0)
+static const int bases[] = {0, 2, 8, 10, 16, 36, 1, 37, -1};
+/* The number parsers on s, in every base, results and end pointers. */
+static void numbers(const char *s) {
+  const char *t = "";
+  for (int b = 0; b < 9; b++) {
+    char *e1 = 0, *e2 = 0;
+    CHECK(strtol(s, &e1, bases[b]) == m_strtol(s, &e2, bases[b]) && e1 == e2);
+    CHECK(strtoll(s, &e1, bases[b]) == m_strtoll(s, &e2, bases[b]) && e1 == e2);
+    CHECK(strtoul(s, &e1, bases[b]) == m_strtoul(s, &e2, bases[b]) && e1 == e2);
+    CHECK(strtoull(s, &e1, bases[b]) == m_strtoull(s, &e2, bases[b]) && e1 == e2);
+  }
+  int b = -1;
+  CHECK(atoi(s) == m_atoi(s) && atol(s) == m_atol(s) && atoll(s) == m_atoll(s));
+}
 int main(void) {
-  static const int bases[] = {0, 2, 8, 10, 16, 36, 1, 37, -1};
   char s[8], t[8];
   int b = -1;
   unsigned n = sizeof A - 1, total = 1;
@@ -203,14 +216,7 @@ int main(void) {
     unsigned c = code, len = 0;
     for (int k = 0; k < 4; k++, c /= n + 1) if (c % (n + 1)) s[len++] = A[c % (n + 1) - 1]; else break;
     s[len] = 0;
-    for (b = 0; b < 9; b++) {
-      char *e1 = 0, *e2 = 0;
-      CHECK(strtol(s, &e1, bases[b]) == m_strtol(s, &e2, bases[b]) && e1 == e2);
-      CHECK(strtoll(s, &e1, bases[b]) == m_strtoll(s, &e2, bases[b]) && e1 == e2);
-      CHECK(strtoul(s, &e1, bases[b]) == m_strtoul(s, &e2, bases[b]) && e1 == e2);
-      CHECK(strtoull(s, &e1, bases[b]) == m_strtoull(s, &e2, bases[b]) && e1 == e2);
-    }
-    CHECK(atoi(s) == m_atoi(s) && atol(s) == m_atol(s) && atoll(s) == m_atoll(s));
+    numbers(s);
     CHECK(strlen(s) == m_strlen(s));
     for (int ch = -1; ch < 258; ch += 3) CHECK(strchr(s, ch) == m_strchr(s, ch));
     CHECK(strchr(s, 0) == m_strchr(s, 0));
@@ -226,15 +232,7 @@ int main(void) {
                        "0x8000000000000000", "-0x8000000000000001", "0xffffffffffffffffff", "2147483648", "-2147483649",
                        "  +077777777777777777777", "0x", "0X1g", "-0", "zzzzzzzzzzzzzz", "1zzzzzzzzzzzzz"};
   for (unsigned i = 0; i < sizeof big / sizeof *big; i++) {
-    const char *s = big[i], *t = "";
-    for (b = 0; b < 9; b++) {
-      char *e1 = 0, *e2 = 0;
-      CHECK(strtol(s, &e1, bases[b]) == m_strtol(s, &e2, bases[b]) && e1 == e2);
-      CHECK(strtoll(s, &e1, bases[b]) == m_strtoll(s, &e2, bases[b]) && e1 == e2);
-      CHECK(strtoul(s, &e1, bases[b]) == m_strtoul(s, &e2, bases[b]) && e1 == e2);
-      CHECK(strtoull(s, &e1, bases[b]) == m_strtoull(s, &e2, bases[b]) && e1 == e2);
-    }
-    CHECK(atoi(s) == m_atoi(s) && atol(s) == m_atol(s) && atoll(s) == m_atoll(s));
+    numbers(big[i]);
   }
   printf("%d differences\n", bad);
   return bad != 0;

@@ -252,6 +252,12 @@ impl ExprPool {
         if matches!(op, Add | Mul | And | Or | Xor) && ca.is_some() && cb.is_none() {
             return self.bin(op, b, a);
         }
+        // Products of two non-constants in one order (the older operand first), so that `a·b`
+        // and `b·a` are one node: the same value to Z3, and the same uninterpreted term where
+        // products are abstracted (`solve::Query::nonlinear_as_functions`).
+        if op == Mul && ca.is_none() && cb.is_none() && b < a {
+            return self.bin(op, b, a);
+        }
         match (op, cb) {
             (Add | Sub | Or | Xor | Shl | LShr | AShr, Some(0)) => return a,
             (Mul | UDiv | SDiv, Some(1)) => return a,
@@ -681,6 +687,9 @@ mod tests {
         let s1 = p.bin(BvOp::Mul, x, two);
         let s2 = p.bin(BvOp::Mul, two, x);
         assert_eq!(s1, s2, "commutative operands are normalised");
+        let y = p.symbol("y", Sort::Bv(32), SymbolKind::Input);
+        let xy = p.bin(BvOp::Mul, x, y);
+        assert_eq!(xy, p.bin(BvOp::Mul, y, x), "so are two non-constant factors");
     }
 
     #[test]

@@ -110,10 +110,12 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     dot: Option<PathBuf>,
     /// Run a reaching witness once more on the program rebuilt from its C source under
-    /// UndefinedBehaviorSanitizer, and report the undefined operation (signed overflow, shift
-    /// past the width, division by zero, out-of-bounds index, ...) it relies on, with its source
-    /// line (`ub` in JSON). The analysis itself is bit-precise for the program as compiled
-    /// (wrapping arithmetic). Needs INPUT to be one .c file; costs a second native build
+    /// UndefinedBehaviorSanitizer and AddressSanitizer (each witness buffer exactly its length),
+    /// and report the undefined operation (signed overflow, shift past the width, division by
+    /// zero, out-of-bounds index, a read past a heap block or a local array, ...) it relies on,
+    /// with its source line (`ub` in JSON). The analysis itself is bit-precise for the program
+    /// as compiled (wrapping arithmetic). Needs INPUT to be one .c file; costs a second native
+    /// build
     #[arg(long)]
     check_ub: bool,
     /// A witness that relies on undefined behaviour does not count as reaching: the verdict is

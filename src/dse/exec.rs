@@ -711,7 +711,7 @@ impl<'a> Executor<'a> {
                         if name == "calloc" {
                             Byte::Int(IntV::c(8, 0))
                         } else {
-                            Byte::Int(IntV::S { w: 8, t: BV::fresh_const(&format!("dse.heap{obj}.{k}"), 8) })
+                            fresh_heap_byte(obj, k)
                         }
                     })
                     .collect();
@@ -733,7 +733,7 @@ impl<'a> Executor<'a> {
                 let bytes = (0..n as usize)
                     .map(|k| match old.and_then(|o| st.objects[o as usize].bytes.get(k)) {
                         Some(b) => b.clone(),
-                        None => Byte::Int(IntV::S { w: 8, t: BV::fresh_const(&format!("dse.heap{obj}.{k}"), 8) }),
+                        None => fresh_heap_byte(obj, k as u64),
                     })
                     .collect();
                 if let Some(o) = old {
@@ -868,4 +868,9 @@ fn same(a: &IntV, b: &IntV) -> bool {
         (IntV::S { t: x, .. }, IntV::S { t: y, .. }) => x == y,
         _ => false,
     }
+}
+
+/// Byte `k` of heap block `obj` before anything is stored there: unknown.
+fn fresh_heap_byte(obj: u32, k: u64) -> Byte {
+    Byte::Int(IntV::S { w: 8, t: BV::fresh_const(&format!("dse.heap{obj}.{k}"), 8) })
 }

@@ -27,7 +27,7 @@
 //! nondet functions of several sizes: then the caller passes the traced sizes.
 
 use crate::ir::{Function, Ty};
-use crate::replay::driver::DriverSpec;
+use crate::replay::driver::{argc_clamped, argv_strings, DriverSpec};
 use crate::symex::nondet_c_type;
 use crate::witness::{ParamInput, Pointee, Witness};
 
@@ -214,7 +214,7 @@ impl InputLayout {
             .map(|(slot, shape)| match slot {
                 ParamSlot::Int { name, width } => {
                     let v = r.take(ParamSlot::int_bytes(*width));
-                    argc = argc_value(v);
+                    argc = argc_clamped(v);
                     ParamInput::Int { name: name.clone(), width: *width, value: crate::expr::mask((*width).min(64), v) }
                 }
                 ParamSlot::Argv { name } => {
@@ -256,7 +256,6 @@ impl InputLayout {
     /// this layout's shapes (a missing pointee becomes an empty buffer). `calls` as for decode.
     pub fn encode_seed(&self, w: &Witness, calls: Option<&[u8]>) -> Vec<u8> {
         let mut out = vec![];
-        let mut argc = 1;
         for (k, (slot, shape)) in self.params.iter().zip(&self.shapes).enumerate() {
             match (slot, w.params.get(k)) {
                 (ParamSlot::Int { width, .. }, input) => {
@@ -264,18 +263,13 @@ impl InputLayout {
                         Some(ParamInput::Int { value, .. }) => *value,
                         _ => 0,
                     };
-                    let bytes = &v.to_le_bytes()[..ParamSlot::int_bytes(*width)];
-                    argc = argc_value(bytes.iter().rev().fold(0, |a, b| a << 8 | *b as u64));
-                    out.extend_from_slice(bytes);
+                    out.extend_from_slice(&v.to_le_bytes()[..ParamSlot::int_bytes(*width)]);
                 }
-                (ParamSlot::Argv { .. }, input) => {
-                    let (pointees, front) = match input {
-                        Some(ParamInput::Buffer { pointees, front, .. }) => (pointees.as_slice(), *front),
-                        _ => (&[][..], 0),
-                    };
-                    for k in 1..argc as u64 {
-                        let arg = pointees.iter().find(|p| p.offset == front + 8 * k).map_or(&[][..], |p| p.bytes.as_slice());
-                        // The string only: what follows its NUL is never an argument's.
+                (ParamSlot::Argv { .. }, _) => {
+                    // The strings replay passes (argc from the parameter before), each cut at
+                    // its NUL: what follows it is never an argument's.
+                    for arg in argv_strings(w).iter().skip(1) {
+                        let arg = arg.as_deref().unwrap_or(&[]);
                         let end = arg.iter().position(|b| *b == 0).unwrap_or(arg.len());
                         encode_buffer(&arg[..end], &[], &Shape::default(), MAX_DEPTH, &mut out);
                     }
@@ -328,11 +322,6 @@ impl InputLayout {
             .collect();
         self.encode_seed(&Witness { params, nondet: vec![value; calls] }, None)
     }
-}
-
-/// `argc` as the drivers pass it: the low 32 bits, between 1 and 64 (see `replay::driver`).
-fn argc_value(v: u64) -> usize {
-    (v as u32 as i32).clamp(1, 64) as usize
 }
 
 /// The data part of a witness buffer: without the slack the decoding adds back (exactly

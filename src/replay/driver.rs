@@ -117,9 +117,14 @@ fn passed_int(p: &crate::ir::Param, value: u64) -> u64 {
 /// analysis treats them as unknown).
 fn argc_of(w: &Witness) -> i32 {
     match w.params.first() {
-        Some(ParamInput::Int { value, .. }) => (*value as u32 as i32).clamp(1, 64),
+        Some(ParamInput::Int { value, .. }) => argc_clamped(*value) as i32,
         _ => 1,
     }
+}
+
+/// `argc` as the drivers pass it: the low 32 bits as an `int`, between 1 and 64.
+pub(crate) fn argc_clamped(v: u64) -> usize {
+    (v as u32 as i32).clamp(1, 64) as usize
 }
 
 /// The replay driver as the init of its sandbox (`sandbox::Job::self_init`): started with
@@ -213,7 +218,7 @@ fn argv_given_c(argc: &str, given: &str) -> String {
 /// The strings `w` gives `main`'s argv: entry k (below argc) is the pointee at offset 8k of the
 /// argv buffer, its bytes ending in a NUL (one is added when they do not); `None` where the
 /// witness has none (the analysis left it free: any string does).
-fn argv_strings(w: &Witness) -> Vec<Option<Vec<u8>>> {
+pub(crate) fn argv_strings(w: &Witness) -> Vec<Option<Vec<u8>>> {
     let argc = argc_of(w) as u64;
     let (pointees, front) = match w.params.get(1) {
         Some(ParamInput::Buffer { pointees, front, .. }) => (pointees.as_slice(), *front),

@@ -108,7 +108,7 @@ fn try_check(source: &Path, function: &str, target: &TargetSpec, options: &LoadO
         return Ok(UbCheck::Clean);
     }
     let source_name = source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(match parse_report(&stderr).or_else(|| parse_asan_report(&stderr, &|offset| symbolize(&rp.exe_path(), offset), &source_name)) {
+    Ok(match parse_report(&stderr).or_else(|| parse_asan_report(&stderr, &|offsets| symbolize(rp.exe_path(), offsets), &source_name)) {
         Some(f) => UbCheck::Ub(f),
         None => UbCheck::NotChecked(format!("the sanitized program did not enter the target ({}) and reported nothing", run.status)),
     })
@@ -126,8 +126,9 @@ pub fn parse_report(stderr: &str) -> Option<UbFinding> {
 
 /// The first AddressSanitizer error in `stderr`: its kind, the access, and the place of the
 /// first stack frame in the user's source (`source_name`, else the first that symbolizes).
-/// `symbolize` maps a module offset of the executable to `file:line:column`.
-pub fn parse_asan_report(stderr: &str, symbolize: &dyn Fn(u64) -> Option<String>, source_name: &str) -> Option<UbFinding> {
+/// `symbolize` maps module offsets of the executable to `file:line:column` each (`None` where
+/// it knows no place).
+pub fn parse_asan_report(stderr: &str, symbolize: &dyn Fn(&[u64]) -> Vec<Option<String>>, source_name: &str) -> Option<UbFinding> {
     let lines: Vec<&str> = stderr.lines().collect();
     let at = lines.iter().position(|l| l.contains("ERROR: AddressSanitizer: "))?;
     let error = lines[at].split_once("ERROR: AddressSanitizer: ")?.1.trim();
@@ -145,24 +146,25 @@ pub fn parse_asan_report(stderr: &str, symbolize: &dyn Fn(u64) -> Option<String>
         Some(a) => format!("{error}; {}", a.trim_end_matches('.')),
         None => error.to_string(),
     };
-    // Frames of the first stack: `#N 0xPC (/proc/self/exe+0xOFFSET)` or `(/prog+0xOFFSET)`.
-    let mut places = vec![];
+    // Frames of the first stack (up to the blank line after it): `#N 0xPC
+    // (/proc/self/exe+0xOFFSET)` or `(/prog+0xOFFSET)`; those in the executable, symbolized at once.
+    let mut offsets = vec![];
+    let mut in_stack = false;
     for l in &lines[at + 1..] {
         let l = l.trim();
-        if l.is_empty() && !places.is_empty() {
+        if l.is_empty() && in_stack {
             break;
         }
         if !l.starts_with('#') {
             continue;
         }
+        in_stack = true;
         let Some((module, off)) = l.split('(').filter_map(|m| m.split_once(')')).find_map(|(m, _)| m.rsplit_once("+0x")) else { continue };
-        if !(module.ends_with("/exe") || module.ends_with("/prog")) {
-            continue;
-        }
-        if let Some(place) = u64::from_str_radix(off, 16).ok().and_then(symbolize) {
-            places.push(place);
+        if module.ends_with("/exe") || module.ends_with("/prog") {
+            offsets.extend(u64::from_str_radix(off, 16).ok());
         }
     }
+    let places: Vec<String> = if offsets.is_empty() { vec![] } else { symbolize(&offsets).into_iter().flatten().collect() };
     let location = places
         .iter()
         .find(|p| !source_name.is_empty() && p.split(':').next().is_some_and(|f| f.ends_with(source_name)))
@@ -172,18 +174,20 @@ pub fn parse_asan_report(stderr: &str, symbolize: &dyn Fn(u64) -> Option<String>
     Some(UbFinding { operation, location, message, sanitizer: "ASan" })
 }
 
-/// `file:line:column` of a module offset of `exe` (`llvm-symbolizer`; ASan prints frames'
-/// return addresses minus one, which are still in the call's line).
-fn symbolize(exe: &Path, offset: u64) -> Option<String> {
+/// `file:line:column` of each module offset of `exe`, in one run of `llvm-symbolizer` (ASan
+/// prints frames' return addresses minus one, which are still in the call's line). Its answer
+/// per address: the function, the place, a blank line.
+fn symbolize(exe: &Path, offsets: &[u64]) -> Vec<Option<String>> {
     let out = std::process::Command::new(crate::load::llvm_tool("llvm-symbolizer"))
         .arg(format!("--obj={}", exe.display()))
-        .arg(format!("0x{offset:x}"))
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    tracing::debug!(offset, %text, "symbolized");
-    let place = text.lines().nth(1)?.trim();
-    (!place.starts_with("??")).then(|| place.to_string())
+        .args(offsets.iter().map(|o| format!("0x{o:x}")))
+        .output();
+    let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    tracing::debug!(?offsets, %text, "symbolized");
+    let mut places: Vec<Option<String>> =
+        text.split("\n\n").filter(|b| !b.trim().is_empty()).map(|b| b.lines().nth(1).map(str::trim).filter(|p| !p.starts_with("??")).map(str::to_string)).collect();
+    places.resize(offsets.len(), None);
+    places
 }
 
 #[cfg(test)]
@@ -215,10 +219,14 @@ mod tests {
                    \n\
                    0x502000000013 is located 0 bytes after 3-byte region\n\
                    \x20   #0 0x55e98ad81000  (/proc/self/exe+0xcb5cf) (BuildId: 3c)\n";
-        let places = |off: u64| match off {
-            0x10ba10 => Some("/usr/src/compiler-rt/asan_interceptors.cpp:12:3".to_string()),
-            0x10bab0 => Some("/tmp/prog.c:7:14".to_string()),
-            _ => None,
+        let places = |offs: &[u64]| {
+            offs.iter()
+                .map(|off| match off {
+                    0x10ba10 => Some("/usr/src/compiler-rt/asan_interceptors.cpp:12:3".to_string()),
+                    0x10bab0 => Some("/tmp/prog.c:7:14".to_string()),
+                    _ => None,
+                })
+                .collect()
         };
         let f = parse_asan_report(out, &places, "prog.c").expect("a report");
         assert_eq!(f.operation, "heap-buffer-overflow");
@@ -230,7 +238,7 @@ mod tests {
                     ==1==The signal is caused by a READ memory access.\n\
                     ==1==Hint: address points to the zero page.\n\
                     \x20   #0 0x1  (/proc/self/exe+0x10) (BuildId: 3c)\n";
-        let n = parse_asan_report(segv, &|_| None, "prog.c").unwrap();
+        let n = parse_asan_report(segv, &|o| vec![None; o.len()], "prog.c").unwrap();
         assert_eq!((n.operation.as_str(), n.location.as_str()), ("null pointer dereference", "?"));
         assert_eq!(parse_asan_report("hit 1\n", &places, "prog.c"), None);
     }

@@ -115,32 +115,24 @@ impl Executor<'_> {
                     return SymVal::Int(self.abs(x));
                 }
             }
-            // free() writes allocator bookkeeping into the block it frees.
-            "free" => {
+            // free() writes allocator bookkeeping into the block it frees. realloc() frees the
+            // old block (or, when it fails, keeps it: forgotten either way) and gives a block of
+            // its own whose bytes are unknown: the old block's first bytes are copied natively,
+            // but how many (its size) the analysis does not track, and the bytes past them are
+            // indeterminate.
+            "free" | "realloc" => {
                 match args.first() {
                     Some(SymVal::Ptr { obj, .. }) => st.havoc(self.pool, self.inputs, *obj),
                     Some(SymVal::Null) => {}
                     _ => st.havoc_all(self.pool, self.inputs),
                 }
-                return SymVal::Unknown;
+                let (Some(site), "realloc") = (result, name) else { return SymVal::Unknown };
+                let obj = self.inputs.heap_object(self.pool, site, "heap", false);
+                return SymVal::Ptr { obj, offset: self.pool.bv(64, 0) };
             }
             "malloc" | "calloc" => {
                 let Some(site) = result else { return SymVal::Unknown };
                 let obj = self.inputs.heap_object(self.pool, site, "heap", name == "calloc");
-                return SymVal::Ptr { obj, offset: self.pool.bv(64, 0) };
-            }
-            // A block of its own whose bytes are unknown: the old block's first bytes are copied
-            // natively, but how many (its size) the analysis does not track, and the bytes past
-            // them are indeterminate. The old block is freed (or, when realloc fails, kept):
-            // forgotten either way.
-            "realloc" => {
-                match args.first() {
-                    Some(SymVal::Ptr { obj, .. }) => st.havoc(self.pool, self.inputs, *obj),
-                    Some(SymVal::Null) => {}
-                    _ => st.havoc_all(self.pool, self.inputs),
-                }
-                let Some(site) = result else { return SymVal::Unknown };
-                let obj = self.inputs.heap_object(self.pool, site, "heap", false);
                 return SymVal::Ptr { obj, offset: self.pool.bv(64, 0) };
             }
             "memset" => {

@@ -100,6 +100,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         let l = &mut report.loops[loop_id.0 as usize];
         l.iterated_state = theta.into_iter().collect();
         l.looping_condition = Some(phi);
+        l.invariants = summary.invariants.describe();
         l.counters = summary
             .backbone_counters
             .iter()

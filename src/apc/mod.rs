@@ -100,6 +100,8 @@ pub struct ApcBuilder<'a> {
     pub(crate) hints: Vec<ExprId>,
     /// Solver time left for the checks that sharpen summaries.
     pub(crate) check_budget: crate::summary::CheckBudget,
+    /// Solver time left for proving loop invariants (`summary::invariant`).
+    pub(crate) invariant_budget: crate::summary::CheckBudget,
     /// When building must stop (`--timeout`); past it paths are cut short and the APC is marked
     /// `timed_out`, which forbids any verdict but unknown.
     deadline: Option<std::time::Instant>,
@@ -123,6 +125,7 @@ impl<'a> ApcBuilder<'a> {
             new_hints: vec![],
             hints: vec![],
             check_budget: Default::default(),
+            invariant_budget: crate::summary::invariant::default_budget(),
             deadline: None,
             timed_out: false,
         }
@@ -134,7 +137,7 @@ impl<'a> ApcBuilder<'a> {
         self
     }
 
-    fn out_of_time(&mut self) -> bool {
+    pub(crate) fn out_of_time(&mut self) -> bool {
         if !self.timed_out && self.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             self.timed_out = true;
         }

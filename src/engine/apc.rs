@@ -239,12 +239,18 @@ impl ApcEngine {
                     continue;
                 }
                 Outcome::Unsat if (blocking.is_empty() || abstraction) && apc.complete => {
+                    let invariants: usize = apc.summaries.iter().map(|(_, s)| s.invariants.facts.len()).sum();
                     return Ok(Finding::Unreachable(format!(
-                        "the abstract path condition is unsatisfiable ({})",
+                        "the abstract path condition is unsatisfiable ({}{})",
                         match last.name.as_str() {
                             "solve_apc" => "quantified APC".to_string(),
                             SOLVE_NONLINEAR_UF => "quantified APC, with its multiplications and divisions of two variables as uninterpreted functions".to_string(),
                             _ => format!("APC^K, K = {k}"),
+                        },
+                        match invariants {
+                            0 => String::new(),
+                            1 => ", strengthened by a proved loop invariant".to_string(),
+                            n => format!(", strengthened by {n} proved loop invariants"),
                         }
                     )));
                 }

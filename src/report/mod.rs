@@ -46,6 +46,10 @@ pub struct LoopReport {
     pub iterated_state: BTreeMap<String, String>,
     /// φ^κ.
     pub looping_condition: Option<String>,
+    /// Inductive invariants proved for the variables θ^κ leaves ⋆ (`x⁰`: the value at the
+    /// loop's entry).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub invariants: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -166,6 +170,7 @@ impl Report {
                     counters: vec![],
                     iterated_state: BTreeMap::new(),
                     looping_condition: None,
+                    invariants: vec![],
                 })
                 .collect(),
             backbones: s.backbones.iter().map(|b| path(&b.nodes)).collect(),
@@ -344,6 +349,9 @@ impl Report {
             }
             if let Some(phi) = &l.looping_condition {
                 let _ = writeln!(out, "     φ^κ = {phi}");
+            }
+            for inv in &l.invariants {
+                let _ = writeln!(out, "     invariant: {inv}");
             }
         }
         if loops_shown < self.loops.len() {

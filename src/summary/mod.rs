@@ -7,6 +7,7 @@
 //! substitution: apc ∧= θ⟨φ^κ⟩, θ ← θ⟨θ^κ⟩.
 
 mod fill;
+pub mod invariant;
 mod monotone;
 mod rules;
 
@@ -105,6 +106,11 @@ pub struct LoopSummary {
     pub created_objects: Vec<ObjectId>,
     /// The fill λs in `after` whose region is known (`ApcBuilder::fill_regions`).
     pub fills: Vec<ExprId>,
+    /// Inductive invariants of the variables the rules leave ⋆ ([`invariant`]), for the report.
+    pub invariants: invariant::Invariants,
+    /// The same as facts after the loop, over the loop-entry symbols, the counters and the
+    /// symbols in `aux` that name the values they constrain (applied like `after`).
+    pub invariant_facts: Vec<ExprId>,
 }
 
 impl LoopSummary {
@@ -116,7 +122,11 @@ impl LoopSummary {
             .iter()
             .zip(&self.after)
             .filter(|(v, _)| v.carried)
-            .map(|(v, e)| (v.name.clone(), e.map_or("⋆".to_string(), |e| pr.print(e))))
+            .map(|(v, e)| {
+                // A value only invariants constrain is still ⋆ as far as θ^κ goes.
+                let e = e.filter(|e| matches!(v.var, Var::Mem(_)) || !self.aux.contains(e));
+                (v.name.clone(), e.map_or("⋆".to_string(), |e| pr.print(e)))
+            })
             .collect();
         (theta, pr.print(self.looping))
     }
@@ -722,6 +732,11 @@ impl ApcBuilder<'_> {
         let gaps = self.coverage_gaps(loop_id, &summary, st, objects_at_entry);
         debug_assert!(gaps.is_empty(), "loop summary leaves values at stale contents: {gaps:?}");
         self.coverage_gaps.extend(gaps);
+        // The invariants after the loop, in the terms of this application.
+        for &f in &summary.invariant_facts {
+            let f = sigma.apply(&mut self.pool, f);
+            tests.push(count.apply(&mut self.pool, f));
+        }
         let mut fresh = summary.counters.clone();
         fresh.extend(&summary.aux);
         (tests, fresh)
@@ -828,6 +843,9 @@ impl ApcBuilder<'_> {
         }
         self.inputs.iteration_depth -= 1;
         let mut thetas: Vec<Vec<Option<ExprId>>> = vec![];
+        // θ of each iteration as executed, inner loops' symbols included (for the invariants,
+        // whose checks hold for every value of those).
+        let mut raw_thetas: Vec<Vec<Option<ExprId>>> = vec![];
         let mut iteration_tests: Vec<(Vec<ExprId>, Vec<ExprId>)> = vec![];
         let mut complete_tests = true;
         let mut feasible = vec![];
@@ -841,6 +859,7 @@ impl ApcBuilder<'_> {
                 continue;
             }
             let mut theta = vec![];
+            let mut raw = vec![];
             for v in &vars {
                 let val = match &v.var {
                     Var::Value(x) => match r.state.values.get(x) {
@@ -868,12 +887,14 @@ impl ApcBuilder<'_> {
                     }
                     _ => false,
                 };
+                raw.push(val.filter(|&e| !self.pool.is_star(e)));
                 let val = val.filter(|&e| {
                     !self.pool.is_star(e) && (!mentions(&self.pool, e, &r.fresh) || (matches!(v.var, Var::Mem(_)) && inner_fill(&self.pool, e)))
                 });
                 theta.push(val);
             }
             thetas.push(theta);
+            raw_thetas.push(raw);
             complete_tests &= !r.dropped;
             iteration_tests.push((r.tests, r.fresh));
         }
@@ -994,9 +1015,91 @@ impl ApcBuilder<'_> {
         if let Some(e) = closed_form {
             debug!(loop = loop_id.0, count = %Printer::new(&self.pool).print(e), "iteration count in closed form");
         }
+        // Invariants for what the rules leave ⋆: only over a complete enumeration of the
+        // iterations (a missing one could break them).
+        let wanted: Vec<bool> = (0..vars.len())
+            .map(|k| vars[k].carried && matches!(vars[k].var, Var::Value(_)) && after[k].is_none() && !uniform_after.iter().any(|(j, _)| *j == k))
+            .collect();
+        let invariants = if l.truncated || self.out_of_time() {
+            invariant::Invariants::default()
+        } else {
+            let steps: Vec<invariant::Step> =
+                iteration_tests.iter().zip(&raw_thetas).map(|((tests, _), values)| invariant::Step { tests, values: values.clone() }).collect();
+            invariant::infer(&mut self.pool, &mut self.invariant_budget, &vars, &steps, &wanted)
+        };
+        let invariant_facts = self.invariant_facts(&vars, &mut after, &uniform_after, &mut aux, &invariants);
         let fills = std::mem::take(&mut self.new_fills);
         let hints = std::mem::take(&mut self.new_hints);
-        LoopSummary { loop_id, vars, after, looping, counters, backbone_counters, closed_form, uniform_after, aux, created_objects, fills, hints }
+        LoopSummary {
+            loop_id,
+            vars,
+            after,
+            looping,
+            counters,
+            backbone_counters,
+            closed_form,
+            uniform_after,
+            aux,
+            created_objects,
+            fills,
+            hints,
+            invariants,
+            invariant_facts,
+        }
+    }
+
+    /// The invariants as facts after the loop, over the loop-entry symbols: each variable they
+    /// constrain that is ⋆ after the loop gets a fresh existential symbol (in `after` and `aux`).
+    fn invariant_facts(
+        &mut self,
+        vars: &[LoopVar],
+        after: &mut [Option<ExprId>],
+        uniform_after: &[(usize, ExprId)],
+        aux: &mut Vec<ExprId>,
+        invariants: &invariant::Invariants,
+    ) -> Vec<ExprId> {
+        if invariants.facts.is_empty() {
+            return vec![];
+        }
+        // Current values ↦ the values after the loop; entry copies ↦ the entry symbols.
+        let mut to_after = Substitution::new();
+        for (k, v) in vars.iter().enumerate() {
+            if !v.carried || !matches!(v.var, Var::Value(_)) {
+                continue;
+            }
+            let value = match uniform_after.iter().find(|(j, _)| *j == k) {
+                Some((_, e)) => *e,
+                None => match after[k] {
+                    Some(e) => e,
+                    None => {
+                        if !invariants.facts.iter().any(|f| mentions(&self.pool, f.formula, &[v.symbol])) {
+                            continue;
+                        }
+                        self.next_aux += 1;
+                        let a = self.pool.symbol(&format!("{}′{}", v.name, self.next_aux), self.pool.sort(v.symbol), SymbolKind::Aux);
+                        after[k] = Some(a);
+                        aux.push(a);
+                        a
+                    }
+                },
+            };
+            to_after.insert(v.symbol, value);
+        }
+        for &(e, x) in &invariants.entry {
+            to_after.insert(e, x);
+        }
+        invariants
+            .facts
+            .iter()
+            .map(|f| {
+                let later = to_after.apply(&mut self.pool, f.formula);
+                if f.conditional {
+                    self.pool.implies(f.formula, later)
+                } else {
+                    later
+                }
+            })
+            .collect()
     }
 }
 
@@ -1097,6 +1200,23 @@ impl Default for CheckBudget {
 }
 
 impl CheckBudget {
+    /// A budget of `left` in all.
+    pub fn with(left: std::time::Duration) -> Self {
+        CheckBudget { left }
+    }
+
+    /// Checks `f` within `limit_ms` and the budget: `None` when the budget is spent.
+    pub fn check<T>(&mut self, pool: &crate::expr::ExprPool, f: ExprId, limit_ms: u64, extract: impl FnOnce(&mut crate::solve::ModelView) -> T) -> Option<crate::solve::Outcome<T>> {
+        let limit = self.left.min(std::time::Duration::from_millis(limit_ms));
+        if limit.is_zero() {
+            return None;
+        }
+        let t = std::time::Instant::now();
+        let answer = crate::solve::check(pool, f, limit, extract);
+        self.left = self.left.saturating_sub(t.elapsed());
+        Some(answer.outcome)
+    }
+
     /// Whether `f` is unsatisfiable, shown within `limit_ms` and the budget.
     pub fn unsat(&mut self, pool: &crate::expr::ExprPool, f: ExprId, limit_ms: u64) -> bool {
         let limit = self.left.min(std::time::Duration::from_millis(limit_ms));

@@ -1,0 +1,368 @@
+//! Inductive strengthening of loop summaries (issue 15, item 2): facts every iteration keeps,
+//! for the loop variables the rules leave ⋆.
+//!
+//! The rules give θ^κ only where a variable moves in a way they can iterate (constant steps,
+//! polynomials, fills). A variable that takes a value read from memory or the input stream
+//! (`x += t; y += t` with `t` a fresh input, `if (v > m) m = v`) is ⋆ after the loop, although a
+//! relation with the other variables holds in every iteration. Such relations are guessed from
+//! templates and kept only when Z3 proves them inductive, bit-precisely, along every iteration
+//! backbone (Houdini: drop the candidates a counterexample to induction refutes, until the rest
+//! is preserved as a whole). Two kinds:
+//!
+//! - **Relational** ones speak of the current values and the values at the loop's entry
+//!   (`x − y = x̲ − y̲`, `x ≥ x̲`, `x ≡ x̲ mod 4`). They hold at the entry by construction, so
+//!   after the loop they are facts: `I(θ_after, v̲)`.
+//! - **Conditional** ones speak of the current values alone (`x ≤ n`, `x ≥ 0`). Each is proved
+//!   preserved on its own (with the relational ones as assumptions); whether it holds at the entry
+//!   depends on the path, so the fact is `I(v̲) → I(θ_after)`.
+//!
+//! Both are necessary conditions of every run that reaches the loop's exit: the APC stays an
+//! over-approximation, only stronger. A candidate that holds over the integers but not with
+//! wrap-around (`s ≥ s̲` under `s += v` with `v > 0`) fails its check and is never used.
+//! A variable the rules leave ⋆ and an invariant mentions is, after the loop, a fresh
+//! existential symbol (like a counter) that the invariants constrain.
+
+use super::{LoopVar, Var};
+use crate::expr::{BvOp, Expr, ExprId, ExprPool, Printer, Sort, Substitution, SymbolKind};
+use crate::ir::IntPredicate;
+use crate::solve::Outcome;
+use std::time::Duration;
+use tracing::debug;
+
+/// Most moving variables (carried, ⋆ or not) whose relations are guessed: the number of
+/// candidates grows with their square.
+const MAX_MOVERS: usize = 8;
+/// Most loop-invariant values (parameters such as `n`) and constants compared with.
+const MAX_BOUNDS: usize = 6;
+/// One Houdini query's time limit.
+const QUERY_MS: u64 = 400;
+
+/// A proved invariant of a loop.
+#[derive(Clone, Debug)]
+pub struct LoopInvariant {
+    /// Over the loop variables' symbols (their current values) and, for a relational invariant,
+    /// the entry copies in [`Invariants::entry`].
+    pub formula: ExprId,
+    /// Holds after the loop only if it held at the entry.
+    pub conditional: bool,
+}
+
+/// The invariants of one loop.
+#[derive(Clone, Debug, Default)]
+pub struct Invariants {
+    pub facts: Vec<LoopInvariant>,
+    /// (entry copy x⁰, the variable's symbol x): x⁰ stands for the value at the loop's entry.
+    pub entry: Vec<(ExprId, ExprId)>,
+    /// The facts in the paper's notation: `x` is the current value, `x̲` the one at the loop's
+    /// entry.
+    pub shown: Vec<String>,
+}
+
+impl Invariants {
+    /// The invariants for the report.
+    pub fn describe(&self) -> Vec<String> {
+        self.shown.clone()
+    }
+
+    /// Fills `shown`: the variables' symbols (underlined, as they stand for entry values in θ^κ)
+    /// become plain names, the entry copies underlined ones.
+    fn show(&mut self, pool: &mut ExprPool, vars: &[LoopVar]) {
+        let mut display = Substitution::new();
+        for v in vars {
+            let plain = pool.symbol(&v.name, pool.sort(v.symbol), SymbolKind::Aux);
+            display.insert(v.symbol, plain);
+        }
+        for &(e, x) in &self.entry {
+            display.insert(e, x);
+        }
+        self.shown = self
+            .facts
+            .iter()
+            .map(|f| {
+                let d = display.apply(pool, f.formula);
+                let text = Printer::new(pool).print(d);
+                if f.conditional {
+                    format!("{text} (if it holds at the entry)")
+                } else {
+                    text
+                }
+            })
+            .collect();
+    }
+}
+
+/// One iteration backbone, as the inference sees it: its tests and each variable's value after
+/// it (`None`: ⋆, or not an integer).
+pub struct Step<'a> {
+    pub tests: &'a [ExprId],
+    pub values: Vec<Option<ExprId>>,
+}
+
+/// Infers the invariants of a loop whose variables are `vars`, iterated by `steps` (every feasible
+/// iteration backbone: the enumeration must be complete). `wanted[k]`: variable k is ⋆ after the
+/// loop, so invariants mentioning it are worth having; no other invariant is returned.
+pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopVar], steps: &[Step], wanted: &[bool]) -> Invariants {
+    let mut out = Invariants::default();
+    if steps.is_empty() || !wanted.iter().any(|&w| w) {
+        return out;
+    }
+    // Integer variables whose every iteration gives them a value.
+    let int_width = |pool: &ExprPool, k: usize| match (&vars[k].var, pool.sort(vars[k].symbol)) {
+        (Var::Value(_), Sort::Bv(w)) if w >= 2 => Some(w),
+        _ => None,
+    };
+    let defined = |k: usize| steps.iter().all(|s| s.values[k].is_some());
+    let movers: Vec<usize> = (0..vars.len())
+        .filter(|&k| vars[k].carried && int_width(pool, k).is_some() && defined(k))
+        .filter(|&k| steps.iter().any(|s| s.values[k] != Some(vars[k].symbol)))
+        .take(MAX_MOVERS)
+        .collect();
+    if !movers.iter().any(|&k| wanted[k]) {
+        return out;
+    }
+    let fixed: Vec<usize> = (0..vars.len())
+        .filter(|&k| int_width(pool, k).is_some() && defined(k) && !movers.contains(&k))
+        .filter(|&k| steps.iter().all(|s| s.values[k] == Some(vars[k].symbol)))
+        .take(MAX_BOUNDS)
+        .collect();
+    let width = |pool: &ExprPool, k: usize| int_width(pool, k).expect("integer variable");
+
+    // Entry copies x⁰ of the movers.
+    let mut entry_of = std::collections::HashMap::new();
+    for &k in &movers {
+        let w = width(pool, k);
+        let e = pool.symbol(&format!("{}⁰", vars[k].name), Sort::Bv(w), SymbolKind::Aux);
+        entry_of.insert(k, e);
+        out.entry.push((e, vars[k].symbol));
+    }
+
+    // Relational candidates: hold at the entry by construction.
+    let mut relational = vec![];
+    for (a, &x) in movers.iter().enumerate() {
+        let (xs, x0) = (vars[x].symbol, entry_of[&x]);
+        let w = width(pool, x);
+        for p in [IntPredicate::Sge, IntPredicate::Sle, IntPredicate::Uge, IntPredicate::Ule] {
+            relational.push(pool.cmp(p, xs, x0));
+        }
+        let d = pool.bin(BvOp::Sub, xs, x0);
+        for m in [1u64, 3, 7] {
+            let mm = pool.bv(w, m);
+            let low = pool.bin(BvOp::And, d, mm);
+            let zero = pool.bv(w, 0);
+            relational.push(pool.eq(low, zero));
+        }
+        for &y in &movers[a + 1..] {
+            if width(pool, y) != w {
+                continue;
+            }
+            let (ys, y0) = (vars[y].symbol, entry_of[&y]);
+            // x − y, x + y, x − 2y, y − 2x keep their entry value.
+            let two = pool.bv(w, 2);
+            for (c, u, v) in [(None, xs, ys), (Some(BvOp::Add), xs, ys), (Some(BvOp::Mul), xs, ys), (Some(BvOp::Mul), ys, xs)] {
+                let (u0, v0) = if u == xs { (x0, y0) } else { (y0, x0) };
+                let comb = |pool: &mut ExprPool, u: ExprId, v: ExprId| match c {
+                    None => pool.bin(BvOp::Sub, u, v),
+                    Some(BvOp::Add) => pool.bin(BvOp::Add, u, v),
+                    _ => {
+                        let v2 = pool.bin(BvOp::Mul, two, v);
+                        pool.bin(BvOp::Sub, u, v2)
+                    }
+                };
+                let now = comb(pool, u, v);
+                let then = comb(pool, u0, v0);
+                relational.push(pool.eq(now, then));
+            }
+        }
+    }
+    let relational = dedup(pool, relational);
+    let steps_of: Vec<Substitution> = steps
+        .iter()
+        .map(|s| {
+            let mut step = Substitution::new();
+            for &k in movers.iter().chain(&fixed) {
+                step.insert(vars[k].symbol, s.values[k].expect("defined"));
+            }
+            step
+        })
+        .collect();
+    let proved = houdini(pool, budget, relational, &[], steps, &steps_of);
+
+    // Conditional candidates: orders between movers and the loop's fixed values, and bounds by the
+    // constants its tests compare with.
+    let mut conditional = vec![];
+    let mut constants: Vec<(u32, u64)> = vec![];
+    for s in steps {
+        for &t in s.tests {
+            collect_constants(pool, t, &mut constants);
+        }
+    }
+    // Each is checked on its own, so only those about a wanted variable are worth checking.
+    for &x in movers.iter().filter(|&&x| wanted[x]) {
+        let (xs, w) = (vars[x].symbol, width(pool, x));
+        for &y in movers.iter().chain(&fixed) {
+            if y == x || width(pool, y) != w || (wanted[y] && y < x) {
+                continue;
+            }
+            let ys = vars[y].symbol;
+            for p in [IntPredicate::Sle, IntPredicate::Ule, IntPredicate::Sge, IntPredicate::Uge] {
+                conditional.push(pool.cmp(p, xs, ys));
+            }
+        }
+        let mut bounds: Vec<u64> = vec![0];
+        for &(cw, v) in &constants {
+            if cw == w {
+                if !bounds.contains(&v) && bounds.len() < MAX_BOUNDS {
+                    bounds.push(v);
+                }
+            }
+        }
+        for b in bounds {
+            let c = pool.bv(w, b);
+            for p in [IntPredicate::Sle, IntPredicate::Ule, IntPredicate::Sge, IntPredicate::Uge] {
+                conditional.push(pool.cmp(p, xs, c));
+            }
+        }
+    }
+    // Trivial ones (x ≤u 2^w − 1) fold to true.
+    let conditional: Vec<ExprId> = dedup(pool, conditional).into_iter().filter(|&c| !trivial(pool, c)).collect();
+    let kept = each_preserved(pool, budget, conditional, &proved, steps, &steps_of);
+
+    let wanted_symbols: Vec<ExprId> = (0..vars.len()).filter(|&k| wanted[k]).map(|k| vars[k].symbol).collect();
+    for (formulas, conditional) in [(proved, false), (kept, true)] {
+        for f in formulas {
+            if crate::expr::mentions(pool, f, &wanted_symbols) {
+                debug!(invariant = %Printer::new(pool).print(f), conditional, "loop invariant proved");
+                out.facts.push(LoopInvariant { formula: f, conditional });
+            }
+        }
+    }
+    out.entry.retain(|&(e, _)| out.facts.iter().any(|f| crate::expr::mentions(pool, f.formula, &[e])));
+    out.show(pool, vars);
+    out
+}
+
+/// Whether comparison `c` holds of every value (`x ≥ᵤ 0`, `x ≤ 127` in 8 bits, ...): no use as
+/// a candidate.
+fn trivial(pool: &ExprPool, c: ExprId) -> bool {
+    let Expr::Cmp(p, _, b) = pool.get(c) else { return pool.as_bool(c).is_some() };
+    let (Some(v), Sort::Bv(w)) = (pool.as_const(*b), pool.sort(*b)) else { return false };
+    let max = crate::expr::mask(w, u64::MAX);
+    let smin = 1u64 << (w - 1);
+    match p {
+        IntPredicate::Uge => v == 0,
+        IntPredicate::Ule => v == max,
+        IntPredicate::Sge => v == smin,
+        IntPredicate::Sle => v == smin - 1,
+        _ => false,
+    }
+}
+
+/// The candidates without duplicates and constants.
+fn dedup(pool: &ExprPool, mut xs: Vec<ExprId>) -> Vec<ExprId> {
+    let mut seen = std::collections::HashSet::new();
+    xs.retain(|&x| pool.as_bool(x) != Some(true) && seen.insert(x));
+    xs
+}
+
+/// Bit-vector constants compared with in `e` (width, value).
+fn collect_constants(pool: &ExprPool, e: ExprId, out: &mut Vec<(u32, u64)>) {
+    let mut stack = vec![e];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) || out.len() >= 4 * MAX_BOUNDS {
+            continue;
+        }
+        let node = pool.get(x);
+        if let Expr::Cmp(_, a, b) = node {
+            for side in [*a, *b] {
+                if let Expr::Const { width, value } = pool.get(side) {
+                    if !out.contains(&(*width, *value)) {
+                        out.push((*width, *value));
+                    }
+                }
+            }
+        }
+        stack.extend(crate::expr::children_of(node));
+    }
+}
+
+/// The largest subset of `candidates` that, with `assumed` (already inductive), is preserved by
+/// every step: Houdini, one query per step and counterexample.
+fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates: Vec<ExprId>, assumed: &[ExprId], steps: &[Step], steps_of: &[Substitution]) -> Vec<ExprId> {
+    loop {
+        let mut changed = false;
+        for (s, step) in steps.iter().zip(steps_of) {
+            if candidates.is_empty() {
+                return candidates;
+            }
+            let pre = pool.and(assumed.iter().chain(&candidates).chain(s.tests).copied());
+            let posts: Vec<ExprId> = candidates.iter().map(|&c| step.apply(pool, c)).collect();
+            let all = pool.and(posts.iter().copied());
+            let broken = pool.not(all);
+            let query = pool.and([pre, broken]);
+            let t = std::time::Instant::now();
+            let answer = budget.check(pool, query, QUERY_MS, |m| posts.iter().map(|&p| m.eval(p) == Some(1)).collect::<Vec<bool>>());
+            tracing::trace!(candidates = candidates.len(), ms = t.elapsed().as_millis() as u64, sat = matches!(answer, Some(Outcome::Sat(_))), "houdini query");
+            match answer {
+                Some(Outcome::Unsat) => {}
+                Some(Outcome::Sat(holds)) => {
+                    let before = candidates.len();
+                    let mut it = holds.iter();
+                    candidates.retain(|_| *it.next().unwrap_or(&false));
+                    if candidates.len() == before {
+                        // The model could not be read: nothing is shown.
+                        return vec![];
+                    }
+                    changed = true;
+                }
+                _ => return vec![],
+            }
+        }
+        if !changed {
+            return candidates;
+        }
+    }
+}
+
+/// The candidates each preserved on its own by every step, given `assumed`.
+fn each_preserved(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates: Vec<ExprId>, assumed: &[ExprId], steps: &[Step], steps_of: &[Substitution]) -> Vec<ExprId> {
+    for (s, step) in steps.iter().zip(steps_of) {
+        loop {
+            if candidates.is_empty() {
+                return candidates;
+            }
+            // Some candidate c with c ∧ ¬c(step).
+            let broken: Vec<ExprId> = candidates
+                .iter()
+                .map(|&c| {
+                    let post = step.apply(pool, c);
+                    let not_post = pool.not(post);
+                    pool.and([c, not_post])
+                })
+                .collect();
+            let any = pool.or(broken.iter().copied());
+            let query = pool.and(assumed.iter().chain(s.tests).copied().chain([any]));
+            let t = std::time::Instant::now();
+            let answer = budget.check(pool, query, QUERY_MS, |m| broken.iter().map(|&b| m.eval(b) == Some(1)).collect::<Vec<bool>>());
+            tracing::trace!(candidates = candidates.len(), ms = t.elapsed().as_millis() as u64, sat = matches!(answer, Some(Outcome::Sat(_))), "preservation query");
+            match answer {
+                Some(Outcome::Unsat) => break,
+                Some(Outcome::Sat(bad)) => {
+                    let before = candidates.len();
+                    let mut it = bad.iter();
+                    candidates.retain(|_| !*it.next().unwrap_or(&true));
+                    if candidates.len() == before {
+                        return vec![];
+                    }
+                }
+                _ => return vec![],
+            }
+        }
+    }
+    candidates
+}
+
+/// Budget for inference per analysis, apart from the other summary checks.
+pub fn default_budget() -> super::CheckBudget {
+    super::CheckBudget::with(Duration::from_millis(1500))
+}

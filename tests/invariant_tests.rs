@@ -1,0 +1,138 @@
+//! Inductive invariants of loops (issue 15, item 2): relations every iteration keeps, proved by
+//! Z3 bit-precisely along every iteration backbone and conjoined after the loop, for variables
+//! the summary rules leave ⋆ (values read from the input stream or memory). Each unreachable
+//! target is proven by the `apc` engine alone, and its twin (one constant changed) is reachable
+//! with a replay.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+const HEADER: &str = "extern void reach_error(void);\n\
+                      extern int __VERIFIER_nondet_int(void);\n\
+                      extern unsigned __VERIFIER_nondet_uint(void);\n";
+
+fn reach(name: &str, src: &str, function: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["--function", function, "--call", "reach_error"];
+    args.extend_from_slice(extra);
+    analyse(name, &format!("{HEADER}{src}"), &args)
+}
+
+/// Every loop's invariants, as the JSON report lists them.
+fn invariants_of(r: &Value) -> Vec<String> {
+    let loops = r["loops"].as_array().expect("loops");
+    loops.iter().filter(|l| !l["invariants"].is_null()).flat_map(|l| strings(&l["invariants"])).collect()
+}
+
+/// The unreachable program is proven by the APC with invariants (listed under its loop, each
+/// containing `shown`); the twin is reachable and replayed.
+fn proven_and_twin(name: &str, unreachable: &str, twin: &str, shown: &str) {
+    let r = reach(name, unreachable, "f", &["--engine", "apc", "--timeout", "10"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("loop invariant"), "{r:#}");
+    let invariants = invariants_of(&r);
+    assert!(invariants.iter().any(|i| i.contains(shown)), "an invariant with `{shown}` among {invariants:?}");
+    let r = reach(&format!("{name}_twin"), twin, "f", &["--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["replayed"], true, "{r:#}");
+}
+
+#[test]
+fn variables_moved_by_the_same_input_stay_apart_by_their_entry_difference() {
+    let src = |test: &str| {
+        format!(
+            "void f(int n) {{ int x = 0, y = 3;\n\
+               for (int i = 0; i < n; i++) {{ int t = __VERIFIER_nondet_int(); x += t; y += t; }}\n\
+               if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("lockstep_input", &src("y - x != 3"), &src("x > 100 && y - x == 3"), "−");
+}
+
+#[test]
+fn what_one_variable_gains_the_other_loses() {
+    let src = |test: &str| {
+        format!(
+            "void f(int n) {{ int x = 5, y = 7;\n\
+               for (int i = 0; i < n; i++) {{ int t = __VERIFIER_nondet_int(); x += t; y -= t; }}\n\
+               if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("sum_kept", &src("x + y != 12"), &src("x == 40 && y == -28"), "+");
+}
+
+#[test]
+fn a_running_maximum_never_falls_below_its_start() {
+    let src = |test: &str| {
+        format!(
+            "void f(int a0) {{ int m = a0;\n\
+               while (__VERIFIER_nondet_int()) {{ int v = __VERIFIER_nondet_int(); if (v > m) m = v; }}\n\
+               if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("running_max", &src("m < a0"), &src("m > a0 + 5"), "≥");
+}
+
+#[test]
+fn steps_of_an_even_amount_keep_the_parity() {
+    let src = |test: &str| {
+        format!(
+            "void f(unsigned x) {{ if (x % 2) return;\n\
+               while (__VERIFIER_nondet_int()) x += 2 * __VERIFIER_nondet_uint();\n\
+               if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("parity", &src("x % 2 == 1"), &src("x % 4 == 2"), "& 1");
+}
+
+#[test]
+fn a_bound_kept_by_a_guarded_update_holds_after_the_loop() {
+    let src = |test: &str| {
+        format!(
+            "void f(int n) {{ int x = 0; if (n < 0) return;\n\
+               while (__VERIFIER_nondet_int()) {{ if (x < n) x = x + (__VERIFIER_nondet_int() & 1); }}\n\
+               if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("below_n", &src("x > n"), &src("x == n && n > 3"), "≤ n (if it holds at the entry)");
+}
+
+#[test]
+fn a_sign_kept_by_a_nonlinear_update_holds_after_the_loop() {
+    let src = |test: &str| {
+        format!(
+            "void f(void) {{ int x = 0;\n\
+               while (__VERIFIER_nondet_int()) {{ if (x < 50) x = 2 * x + 1; }}\n\
+               if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("stays_positive", &src("x < 0"), &src("x == 63"), "≥ 0");
+}
+
+#[test]
+fn a_relation_that_only_holds_without_wrap_around_is_not_used() {
+    // Over the integers s only grows; in 32 bits a large v wraps it below zero. `s ≥ s̲` is no
+    // invariant of the compiled loop, and the target is reachable.
+    let src = "void f(void) { int s = 0;\n\
+               while (__VERIFIER_nondet_int()) { int v = __VERIFIER_nondet_int(); if (v > 0) s += v; }\n\
+               if (s < 0) reach_error(); }";
+    let r = reach("wraps", src, "f", &["--engine", "apc", "--timeout", "10"]);
+    assert_ne!(r["verdict"], "unreachable", "{r:#}");
+    let invariants = invariants_of(&r);
+    assert!(!invariants.iter().any(|i| i.starts_with("s") && i.contains('≥')), "{invariants:?}");
+    let r = reach("wraps_portfolio", src, "f", &["--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}
+
+#[test]
+fn invariants_of_an_inner_loop_reach_the_outer_one() {
+    // The inner loop's x and y move by the same inputs; the outer loop sees their difference kept.
+    let src = |test: &str| {
+        format!(
+            "void f(int n, int m) {{ int x = 0, y = 0;\n\
+               for (int i = 0; i < n; i++) for (int j = 0; j < m; j++) {{ int t = __VERIFIER_nondet_int(); x += t; y += t; }}\n\
+               if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("nested_lockstep", &src("x != y"), &src("x == y && n == 2 && m == 3"), "−");
+}

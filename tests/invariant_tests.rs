@@ -136,3 +136,11 @@ fn invariants_of_an_inner_loop_reach_the_outer_one() {
     };
     proven_and_twin("nested_lockstep", &src("x != y"), &src("x == y && n == 2 && m == 3"), "−");
 }
+
+#[test]
+fn a_loop_that_never_ends_is_proved_never_to_be_left() {
+    // The APC paper's example of incompleteness: i flips between 1 and 2 and never reaches 3.
+    // `i ≤ 2` holds at the entry and every iteration keeps it; the exit needs i ≥ 3.
+    let src = |to: u32| format!("void f(void) {{ int i = 1; while (i < 3) {{ if (i == 2) i = {to}; else i = 2; }} reach_error(); }}");
+    proven_and_twin("never_left", &src(1), &src(3), "≤ 2 (if it holds at the entry)");
+}

@@ -366,3 +366,68 @@ fn each_preserved(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut cand
 pub fn default_budget() -> super::CheckBudget {
     super::CheckBudget::with(Duration::from_millis(1500))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::ValueId;
+
+    fn var(pool: &mut ExprPool, name: &str, id: u32) -> LoopVar {
+        let symbol = pool.symbol(name, Sort::Bv(32), SymbolKind::Input);
+        LoopVar { var: Var::Value(ValueId(id)), symbol, name: name.into(), carried: true, object: None }
+    }
+
+    fn infer_all(pool: &mut ExprPool, vars: &[LoopVar], steps: &[Step]) -> Vec<String> {
+        let wanted = vec![true; vars.len()];
+        let mut budget = super::super::CheckBudget::with(Duration::from_secs(5));
+        infer(pool, &mut budget, vars, steps, &wanted).describe()
+    }
+
+    #[test]
+    fn a_difference_kept_by_equal_steps_is_found() {
+        let mut p = ExprPool::new();
+        let vars = [var(&mut p, "x", 0), var(&mut p, "y", 1)];
+        let t = p.symbol("t", Sort::Bv(32), SymbolKind::Aux);
+        let (x, y) = (vars[0].symbol, vars[1].symbol);
+        let values = vec![Some(p.bin(BvOp::Add, x, t)), Some(p.bin(BvOp::Add, y, t))];
+        let shown = infer_all(&mut p, &vars, &[Step { tests: &[], values }]);
+        assert!(shown.iter().any(|s| s.contains('−') && s.contains('=') && !s.contains("if it holds")), "{shown:?}");
+    }
+
+    #[test]
+    fn growth_that_wraps_around_is_no_invariant() {
+        // s += v for v > 0: over the integers s ≥ s̲; in 32 bits s + v can wrap below s̲.
+        let mut p = ExprPool::new();
+        let vars = [var(&mut p, "s", 0)];
+        let v = p.symbol("v", Sort::Bv(32), SymbolKind::Aux);
+        let s = vars[0].symbol;
+        let zero = p.bv(32, 0);
+        let positive = p.cmp(IntPredicate::Sgt, v, zero);
+        let values = vec![Some(p.bin(BvOp::Add, s, v))];
+        let shown = infer_all(&mut p, &vars, &[Step { tests: &[positive], values }]);
+        assert!(!shown.iter().any(|s| s.contains('≥') && !s.contains("if it holds")), "{shown:?}");
+        // The same step without wrap-around (v ≤ 100 and s ≤ 1000 kept): s ≥ s̲ holds.
+        let hundred = p.bv(32, 100);
+        let small = p.cmp(IntPredicate::Sle, v, hundred);
+        let thousand = p.bv(32, 1000);
+        let below = p.cmp(IntPredicate::Slt, s, thousand);
+        let values = vec![Some(p.bin(BvOp::Add, s, v))];
+        let shown = infer_all(&mut p, &vars, &[Step { tests: &[positive, small, below], values }]);
+        assert!(shown.iter().any(|s| s.starts_with("s ≥ s̲")), "{shown:?}");
+    }
+
+    #[test]
+    fn a_bound_is_conditional_on_the_entry() {
+        // if (x < 10) x++: x ≤ 10 is kept once it holds, but need not hold at the entry.
+        let mut p = ExprPool::new();
+        let vars = [var(&mut p, "x", 0)];
+        let x = vars[0].symbol;
+        let ten = p.bv(32, 10);
+        let one = p.bv(32, 1);
+        let below = p.cmp(IntPredicate::Slt, x, ten);
+        let above = p.cmp(IntPredicate::Sge, x, ten);
+        let steps = [Step { tests: &[below], values: vec![Some(p.bin(BvOp::Add, x, one))] }, Step { tests: &[above], values: vec![Some(x)] }];
+        let shown = infer_all(&mut p, &vars, &steps);
+        assert!(shown.iter().any(|s| s == "x ≤ 10 (if it holds at the entry)"), "{shown:?}");
+    }
+}

@@ -144,3 +144,17 @@ fn a_loop_that_never_ends_is_proved_never_to_be_left() {
     let src = |to: u32| format!("void f(void) {{ int i = 1; while (i < 3) {{ if (i == 2) i = {to}; else i = 2; }} reach_error(); }}");
     proven_and_twin("never_left", &src(1), &src(3), "≤ 2 (if it holds at the entry)");
 }
+
+#[test]
+fn a_multiple_of_a_step_keeps_its_ratio() {
+    // x moves three times as far as y: x − 3y keeps its entry value (the factor is read from
+    // the step).
+    let src = |test: &str| {
+        format!(
+            "void f(int n) {{ int x = 0, y = 0;\n\
+               for (int i = 0; i < n; i++) {{ int t = __VERIFIER_nondet_int(); x += 3 * t; y += t; }}\n\
+               if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("ratio3", &src("x != 3 * y"), &src("x == 3 * y && y == 5"), "· 3");
+}

@@ -125,7 +125,7 @@ impl<'a> ApcBuilder<'a> {
             new_hints: vec![],
             hints: vec![],
             check_budget: Default::default(),
-            invariant_budget: crate::summary::invariant::default_budget(),
+            invariant_budget: crate::summary::invariant::budget_within(None),
             deadline: None,
             timed_out: false,
         }
@@ -134,6 +134,7 @@ impl<'a> ApcBuilder<'a> {
     /// Stops building at `deadline`: the APC is then incomplete (`Apc::timed_out`).
     pub fn with_deadline(mut self, deadline: std::time::Instant) -> Self {
         self.deadline = Some(deadline);
+        self.invariant_budget = crate::summary::invariant::budget_within(Some(deadline.saturating_duration_since(std::time::Instant::now())));
         self
     }
 

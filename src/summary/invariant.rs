@@ -35,7 +35,9 @@ const MAX_MOVERS: usize = 8;
 /// Most loop-invariant values (parameters such as `n`) and constants compared with.
 const MAX_BOUNDS: usize = 6;
 /// One Houdini query's time limit.
-const QUERY_MS: u64 = 400;
+const QUERY_MS: u64 = 250;
+/// The time limit of a query about one candidate, when the query about all was too hard.
+const SINGLE_MS: u64 = 100;
 
 /// A proved invariant of a loop.
 #[derive(Clone, Debug)]
@@ -106,6 +108,11 @@ pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopV
     if steps.is_empty() || !wanted.iter().any(|&w| w) {
         return out;
     }
+    // Quantified tests (inner loops' looping conditions) leave the premises: the checks are then
+    // stronger than needed, and quick (Z3 spent its whole limit on them and answered unknown).
+    let plain: Vec<Vec<ExprId>> = steps.iter().map(|s| s.tests.iter().copied().filter(|&t| !quantified(pool, t)).collect()).collect();
+    let steps: Vec<Step> = steps.iter().zip(&plain).map(|(s, tests)| Step { tests, values: s.values.clone() }).collect();
+    let steps = &steps[..];
     // Integer variables whose every iteration gives them a value.
     let int_width = |pool: &ExprPool, k: usize| match (&vars[k].var, pool.sort(vars[k].symbol)) {
         (Var::Value(_), Sort::Bv(w)) if w >= 2 => Some(w),
@@ -156,21 +163,30 @@ pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopV
                 continue;
             }
             let (ys, y0) = (vars[y].symbol, entry_of[&y]);
-            // x − y, x + y, x − 2y, y − 2x keep their entry value.
-            let two = pool.bv(w, 2);
-            for (c, u, v) in [(None, xs, ys), (Some(BvOp::Add), xs, ys), (Some(BvOp::Mul), xs, ys), (Some(BvOp::Mul), ys, xs)] {
-                let (u0, v0) = if u == xs { (x0, y0) } else { (y0, x0) };
-                let comb = |pool: &mut ExprPool, u: ExprId, v: ExprId| match c {
-                    None => pool.bin(BvOp::Sub, u, v),
-                    Some(BvOp::Add) => pool.bin(BvOp::Add, u, v),
-                    _ => {
-                        let v2 = pool.bin(BvOp::Mul, two, v);
-                        pool.bin(BvOp::Sub, u, v2)
-                    }
-                };
-                let now = comb(pool, u, v);
-                let then = comb(pool, u0, v0);
-                relational.push(pool.eq(now, then));
+            // x − c·y and y − c·x keep their entry value, for c = 1, −1 (x + y), 2 and the
+            // factors the steps multiply by (`x += 3·t; y += t`).
+            let mut factors: Vec<u64> = vec![1, crate::expr::mask(w, u64::MAX), 2];
+            for s in steps {
+                for k in [x, y] {
+                    multipliers(pool, s.values[k].expect("defined"), w, &mut factors);
+                }
+            }
+            for &c in &factors {
+                let cc = pool.bv(w, c);
+                let minus_one = crate::expr::mask(w, u64::MAX);
+                for (u, v, u0, v0) in [(xs, ys, x0, y0), (ys, xs, y0, x0)] {
+                    let comb = |pool: &mut ExprPool, u: ExprId, v: ExprId| match c {
+                        1 => pool.bin(BvOp::Sub, u, v),
+                        _ if c == minus_one => pool.bin(BvOp::Add, u, v),
+                        _ => {
+                            let cv = pool.bin(BvOp::Mul, cc, v);
+                            pool.bin(BvOp::Sub, u, cv)
+                        }
+                    };
+                    let now = comb(pool, u, v);
+                    let then = comb(pool, u0, v0);
+                    relational.push(pool.eq(now, then));
+                }
             }
         }
     }
@@ -257,6 +273,45 @@ fn trivial(pool: &ExprPool, c: ExprId) -> bool {
     }
 }
 
+/// Constants of width `w` that multiply something in `e` (at most a few, into `out`).
+fn multipliers(pool: &ExprPool, e: ExprId, w: u32, out: &mut Vec<u64>) {
+    let mut stack = vec![e];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) || out.len() >= 6 {
+            continue;
+        }
+        let node = pool.get(x);
+        if let Expr::Bin(BvOp::Mul, a, b) = node {
+            for side in [*a, *b] {
+                if let (Some(c), Sort::Bv(cw)) = (pool.as_const(side), pool.sort(side)) {
+                    if cw == w && c > 2 && !out.contains(&c) {
+                        out.push(c);
+                    }
+                }
+            }
+        }
+        stack.extend(crate::expr::children_of(node));
+    }
+}
+
+/// Whether `e` contains a quantifier.
+fn quantified(pool: &ExprPool, e: ExprId) -> bool {
+    let mut stack = vec![e];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) {
+            continue;
+        }
+        let node = pool.get(x);
+        if matches!(node, Expr::Forall(..) | Expr::Exists(..)) {
+            return true;
+        }
+        stack.extend(crate::expr::children_of(node));
+    }
+    false
+}
+
 /// The candidates without duplicates and constants.
 fn dedup(pool: &ExprPool, mut xs: Vec<ExprId>) -> Vec<ExprId> {
     let mut seen = std::collections::HashSet::new();
@@ -315,7 +370,10 @@ fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates:
                     }
                     changed = true;
                 }
-                _ => return vec![],
+                // Too hard together: the candidates preserved each on its own (a conjunction of
+                // such is preserved too).
+                Some(Outcome::Unknown(_)) => return each_preserved(pool, budget, candidates, assumed, steps, steps_of),
+                None => return vec![],
             }
         }
         if !changed {
@@ -355,16 +413,32 @@ fn each_preserved(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut cand
                         return vec![];
                     }
                 }
-                _ => return vec![],
+                Some(Outcome::Unknown(_)) => {
+                    // The disjunction was too hard: one query per candidate, each smaller.
+                    candidates = candidates
+                        .into_iter()
+                        .zip(broken)
+                        .filter(|&(_, b)| {
+                            let query = pool.and(assumed.iter().chain(s.tests).copied().chain([b]));
+                            matches!(budget.check(pool, query, SINGLE_MS, |_| ()), Some(Outcome::Unsat))
+                        })
+                        .map(|(c, _)| c)
+                        .collect();
+                    break;
+                }
+                None => return vec![],
             }
         }
     }
     candidates
 }
 
-/// Budget for inference per analysis, apart from the other summary checks.
-pub fn default_budget() -> super::CheckBudget {
-    super::CheckBudget::with(Duration::from_millis(1500))
+/// Most solver time for inference per analysis, apart from the other summary checks.
+const BUDGET: Duration = Duration::from_millis(1500);
+
+/// Budget for inference per analysis: [`BUDGET`], at most an eighth of the analysis's `timeout`.
+pub fn budget_within(timeout: Option<Duration>) -> super::CheckBudget {
+    super::CheckBudget::with(timeout.map_or(BUDGET, |t| BUDGET.min(t / 8)))
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ fn invariants_of(r: &Value) -> Vec<String> {
 /// The unreachable program is proven by the APC with invariants (listed under its loop, each
 /// containing `shown`); the twin is reachable and replayed.
 fn proven_and_twin(name: &str, unreachable: &str, twin: &str, shown: &str) {
-    let r = reach(name, unreachable, "f", &["--engine", "apc", "--timeout", "10"]);
+    let r = reach(name, unreachable, "f", &["--engine", "apc", "--timeout", "30"]);
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
     assert!(r["reason"].as_str().unwrap().contains("loop invariant"), "{r:#}");
     let invariants = invariants_of(&r);
@@ -157,4 +157,18 @@ fn a_multiple_of_a_step_keeps_its_ratio() {
         )
     };
     proven_and_twin("ratio3", &src("x != 3 * y"), &src("x == 3 * y && y == 5"), "· 3");
+}
+
+#[test]
+fn every_element_read_so_far_is_at_most_the_running_maximum() {
+    // A quantified fact over the elements the first loop has read (`∀j < i: a[j] ≤ m`), proved
+    // with j free; the second loop's target needs it for every index.
+    let src = |test: &str| {
+        format!(
+            "void f(int *a, int n) {{ if (n <= 0 || n > 100) return; int m = a[0];\n\
+               for (int i = 1; i < n; i++) if (a[i] > m) m = a[i];\n\
+               for (int i = 0; i < n; i++) if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("max_of_array", &src("a[i] > m"), &src("a[i] >= m && i == 2"), "∀");
 }

@@ -134,6 +134,12 @@ pub fn check<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, extract: im
     check_until(pool, formula, SolverKind::Light, false, Some(timeout), &|| false, extract)
 }
 
+/// [`check`] with Z3's default solver: slower to set up, far faster on some array checks (an
+/// array invariant's preservation: 0.17 s where the `smt` tactic took 1.5 s).
+pub fn check_portfolio<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, extract: impl FnOnce(&mut ModelView) -> T) -> Answer<T> {
+    check_until(pool, formula, SolverKind::Portfolio, false, Some(timeout), &|| false, extract)
+}
+
 /// Which Z3 solver a query gets.
 #[derive(Clone, Copy, Debug)]
 enum SolverKind {

@@ -203,6 +203,11 @@ pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopV
         .collect();
     let proved = houdini(pool, budget, relational, &[], steps, &steps_of);
 
+    // Facts about every element read so far; relational (an empty range at the entry). Before
+    // the conditional ones, which are many and cheap: these are few and worth more.
+    let arrays = array_candidates(pool, vars, steps, &movers, &entry_of, wanted);
+    let read = each_preserved(pool, budget, arrays, &proved, steps, &steps_of);
+
     // Conditional candidates: orders between movers and the loop's fixed values, and bounds by the
     // constants its tests compare with.
     let mut conditional = vec![];
@@ -244,6 +249,8 @@ pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopV
     let kept = each_preserved(pool, budget, conditional, &proved, steps, &steps_of);
 
     let wanted_symbols: Vec<ExprId> = (0..vars.len()).filter(|&k| wanted[k]).map(|k| vars[k].symbol).collect();
+    let mut proved = proved;
+    proved.extend(read);
     for (formulas, conditional) in [(proved, false), (kept, true)] {
         for f in formulas {
             if crate::expr::mentions(pool, f, &wanted_symbols) {
@@ -293,6 +300,70 @@ fn multipliers(pool: &ExprPool, e: ExprId, w: u32, out: &mut Vec<u64>) {
         }
         stack.extend(crate::expr::children_of(node));
     }
+}
+
+/// Quantified facts about the elements a loop has read so far,
+///
+/// ```text
+/// ∀j ((j − i⁰) <ᵤ (i − i⁰) → a[j] ⋈ x)
+/// ```
+///
+/// for an index i that every iteration moves up by one, an array the loop never writes, and a
+/// comparison `a[i] ⋈ x` among its tests with x a variable the rules leave ⋆ (`if (a[i] > m)
+/// m = a[i]` keeps every element read at most m). The range is empty at the entry, and its
+/// unsigned form stays right when i wraps around.
+fn array_candidates(
+    pool: &mut ExprPool,
+    vars: &[LoopVar],
+    steps: &[Step],
+    movers: &[usize],
+    entry_of: &std::collections::HashMap<usize, ExprId>,
+    wanted: &[bool],
+) -> Vec<ExprId> {
+    let unchanged = |k: usize| steps.iter().all(|s| s.values[k] == Some(vars[k].symbol));
+    let read_only: Vec<ExprId> = (0..vars.len()).filter(|&k| matches!(vars[k].var, Var::Mem(_)) && unchanged(k)).map(|k| vars[k].symbol).collect();
+    if read_only.is_empty() {
+        return vec![];
+    }
+    let wanted_symbols: Vec<ExprId> = movers.iter().filter(|&&k| wanted[k]).map(|&k| vars[k].symbol).collect();
+    let mut out = vec![];
+    for &i in movers {
+        let (is, w) = (vars[i].symbol, pool.value_bits(vars[i].symbol));
+        let one = pool.bv(w, 1);
+        let next = pool.bin(BvOp::Add, is, one);
+        if !steps.iter().all(|s| s.values[i] == Some(next)) {
+            continue;
+        }
+        let i0 = entry_of[&i];
+        let j = pool.symbol(&format!("ι{}", vars[i].name), Sort::Bv(w), SymbolKind::Aux);
+        let mut at_j = Substitution::new();
+        at_j.insert(is, j);
+        let dj = pool.bin(BvOp::Sub, j, i0);
+        let di = pool.bin(BvOp::Sub, is, i0);
+        let in_range = pool.cmp(IntPredicate::Ult, dj, di);
+        for s in steps {
+            for &t in s.tests {
+                let Expr::Cmp(_, a, b) = pool.get(t).clone() else { continue };
+                for (l, x) in [(a, b), (b, a)] {
+                    let read = matches!(pool.get(l), Expr::Load { array, offset, .. }
+                        if read_only.contains(array) && crate::expr::mentions(pool, *offset, &[is]));
+                    if !read || crate::expr::mentions(pool, x, &[is]) || !crate::expr::mentions(pool, x, &wanted_symbols) {
+                        continue;
+                    }
+                    let lj = at_j.apply(pool, l);
+                    for p in [IntPredicate::Sle, IntPredicate::Sge, IntPredicate::Ule, IntPredicate::Uge] {
+                        let holds = pool.cmp(p, lj, x);
+                        let body = pool.implies(in_range, holds);
+                        let c = pool.forall(vec![j], body);
+                        if !out.contains(&c) && out.len() < 4 * MAX_BOUNDS {
+                            out.push(c);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Whether `e` contains a quantifier.
@@ -356,7 +427,7 @@ fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates:
             let broken = pool.not(all);
             let query = pool.and([pre, broken]);
             let t = std::time::Instant::now();
-            let answer = budget.check(pool, query, QUERY_MS, |m| posts.iter().map(|&p| m.eval(p) == Some(1)).collect::<Vec<bool>>());
+            let answer = budget.check(pool, query, QUERY_MS, false, |m| posts.iter().map(|&p| m.eval(p) == Some(1)).collect::<Vec<bool>>());
             tracing::trace!(candidates = candidates.len(), ms = t.elapsed().as_millis() as u64, sat = matches!(answer, Some(Outcome::Sat(_))), "houdini query");
             match answer {
                 Some(Outcome::Unsat) => {}
@@ -384,15 +455,23 @@ fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates:
 
 /// The candidates each preserved on its own by every step, given `assumed`.
 fn each_preserved(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates: Vec<ExprId>, assumed: &[ExprId], steps: &[Step], steps_of: &[Substitution]) -> Vec<ExprId> {
+    // Array facts: Z3's default solver (see `solve::check_portfolio`).
+    let arrays = candidates.iter().any(|&c| matches!(pool.get(c), Expr::Forall(..)));
     for (s, step) in steps.iter().zip(steps_of) {
         loop {
             if candidates.is_empty() {
                 return candidates;
             }
-            // Some candidate c with c ∧ ¬c(step).
+            // Some candidate c with c ∧ ¬c(step). For ∀j B(j), the body with j free: B(j) ∧
+            // ¬B(j)(step) unsatisfiable shows more (each j kept on its own), and is
+            // quantifier-free, where Z3 gave up on the quantified form.
             let broken: Vec<ExprId> = candidates
                 .iter()
                 .map(|&c| {
+                    let c = match pool.get(c) {
+                        Expr::Forall(_, body) => *body,
+                        _ => c,
+                    };
                     let post = step.apply(pool, c);
                     let not_post = pool.not(post);
                     pool.and([c, not_post])
@@ -401,7 +480,7 @@ fn each_preserved(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut cand
             let any = pool.or(broken.iter().copied());
             let query = pool.and(assumed.iter().chain(s.tests).copied().chain([any]));
             let t = std::time::Instant::now();
-            let answer = budget.check(pool, query, QUERY_MS, |m| broken.iter().map(|&b| m.eval(b) == Some(1)).collect::<Vec<bool>>());
+            let answer = budget.check(pool, query, if arrays { 2 * QUERY_MS } else { QUERY_MS }, arrays, |m| broken.iter().map(|&b| m.eval(b) == Some(1)).collect::<Vec<bool>>());
             tracing::trace!(candidates = candidates.len(), ms = t.elapsed().as_millis() as u64, sat = matches!(answer, Some(Outcome::Sat(_))), "preservation query");
             match answer {
                 Some(Outcome::Unsat) => break,
@@ -420,7 +499,7 @@ fn each_preserved(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut cand
                         .zip(broken)
                         .filter(|&(_, b)| {
                             let query = pool.and(assumed.iter().chain(s.tests).copied().chain([b]));
-                            matches!(budget.check(pool, query, SINGLE_MS, |_| ()), Some(Outcome::Unsat))
+                            matches!(budget.check(pool, query, SINGLE_MS, arrays, |_| ()), Some(Outcome::Unsat))
                         })
                         .map(|(c, _)| c)
                         .collect();

@@ -1205,14 +1205,22 @@ impl CheckBudget {
         CheckBudget { left }
     }
 
-    /// Checks `f` within `limit_ms` and the budget: `None` when the budget is spent.
-    pub fn check<T>(&mut self, pool: &crate::expr::ExprPool, f: ExprId, limit_ms: u64, extract: impl FnOnce(&mut crate::solve::ModelView) -> T) -> Option<crate::solve::Outcome<T>> {
+    /// Checks `f` within `limit_ms` and the budget: `None` when the budget is spent. `portfolio`:
+    /// with Z3's default solver ([`crate::solve::check_portfolio`]).
+    pub fn check<T>(
+        &mut self,
+        pool: &crate::expr::ExprPool,
+        f: ExprId,
+        limit_ms: u64,
+        portfolio: bool,
+        extract: impl FnOnce(&mut crate::solve::ModelView) -> T,
+    ) -> Option<crate::solve::Outcome<T>> {
         let limit = self.left.min(std::time::Duration::from_millis(limit_ms));
         if limit.is_zero() {
             return None;
         }
         let t = std::time::Instant::now();
-        let answer = crate::solve::check(pool, f, limit, extract);
+        let answer = if portfolio { crate::solve::check_portfolio(pool, f, limit, extract) } else { crate::solve::check(pool, f, limit, extract) };
         self.left = self.left.saturating_sub(t.elapsed());
         Some(answer.outcome)
     }

@@ -16,7 +16,7 @@ mod subst;
 
 pub use pool::{children as children_of, ExprPool};
 pub use print::Printer;
-pub use subst::{mentions, Substitution};
+pub use subst::{mentions, visit, Substitution};
 
 use crate::ir::IntPredicate;
 use std::sync::Arc;

@@ -93,6 +93,23 @@ pub fn mentions(pool: &ExprPool, e: ExprId, symbols: &[ExprId]) -> bool {
     false
 }
 
+/// Calls `f` on every node of `root` once (shared subterms once), parents before children;
+/// stops early when `f` returns `false`.
+pub fn visit(pool: &ExprPool, root: ExprId, mut f: impl FnMut(ExprId, &super::Expr) -> bool) {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![root];
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) {
+            continue;
+        }
+        let node = pool.get(x);
+        if !f(x, node) {
+            return;
+        }
+        stack.extend(children(node));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

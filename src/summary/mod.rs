@@ -1025,7 +1025,9 @@ impl ApcBuilder<'_> {
         } else {
             let steps: Vec<invariant::Step> =
                 iteration_tests.iter().zip(&raw_thetas).map(|((tests, _), values)| invariant::Step { tests, values: values.clone() }).collect();
-            invariant::infer(&mut self.pool, &mut self.invariant_budget, &vars, &steps, &wanted)
+            // Three quarters of what is left per loop: an inner loop does not starve the outer one.
+            let pool = &mut self.pool;
+            self.invariant_budget.share(0.75, |b| invariant::infer(pool, b, &vars, &steps, &wanted))
         };
         let invariant_facts = self.invariant_facts(&vars, &mut after, &uniform_after, &mut aux, &invariants);
         let fills = std::mem::take(&mut self.new_fills);
@@ -1203,6 +1205,16 @@ impl CheckBudget {
     /// A budget of `left` in all.
     pub fn with(left: std::time::Duration) -> Self {
         CheckBudget { left }
+    }
+
+    /// Runs `f` with a `fraction` of what is left, and charges what it spent: one consumer (a
+    /// loop, a phase) cannot spend everything the next one needs.
+    pub fn share<R>(&mut self, fraction: f64, f: impl FnOnce(&mut CheckBudget) -> R) -> R {
+        let given = self.left.mul_f64(fraction);
+        let mut sub = CheckBudget { left: given };
+        let r = f(&mut sub);
+        self.left = self.left.saturating_sub(given.saturating_sub(sub.left));
+        r
     }
 
     /// Checks `f` within `limit_ms` and the budget: `None` when the budget is spent. `portfolio`:

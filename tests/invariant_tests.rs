@@ -172,3 +172,16 @@ fn every_element_read_so_far_is_at_most_the_running_maximum() {
     };
     proven_and_twin("max_of_array", &src("a[i] > m"), &src("a[i] >= m && i == 2"), "∀");
 }
+
+#[test]
+fn every_byte_read_so_far_is_at_most_the_running_maximum() {
+    // Bytes are compared as ints (`zext(a[i]) > zext(m)`): the fact is over the element's value.
+    let src = |test: &str| {
+        format!(
+            "void f(unsigned char *a, int n) {{ if (n <= 0 || n > 64) return; unsigned char m = 0;\n\
+               for (int i = 0; i < n; i++) if (a[i] > m) m = a[i];\n\
+               if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("max_of_bytes", &src("a[n - 1] > m"), &src("a[n - 1] == m && m == 200"), "zext32");
+}

@@ -306,7 +306,7 @@ fn multipliers(pool: &ExprPool, e: ExprId, w: u32, out: &mut Vec<u64>) {
 /// ```
 ///
 /// for an index i that every iteration moves up by one, an array the loop never writes, and a
-/// comparison `a[i] ⋈ x` among its tests with x a variable the rules leave ⋆ (`if (a[i] > m)
+/// comparison `a[i] ⋈ x` (or of a value of `a[i]`, such as its zero extension) among its tests with x a variable the rules leave ⋆ (`if (a[i] > m)
 /// m = a[i]` keeps every element read at most m). The range is empty at the entry, and its
 /// unsigned form stays right when i wraps around.
 fn array_candidates(
@@ -342,8 +342,13 @@ fn array_candidates(
             for &t in s.tests {
                 let Expr::Cmp(_, a, b) = pool.get(t).clone() else { continue };
                 for (l, x) in [(a, b), (b, a)] {
-                    let read = matches!(pool.get(l), Expr::Load { array, offset, .. }
-                        if read_only.contains(array) && crate::expr::mentions(pool, *offset, &[is]));
+                    // The element itself or a value of it (`zext(a[i])` of a byte compared in int).
+                    let mut read = false;
+                    crate::expr::visit(pool, l, |_, node| {
+                        read |= matches!(node, Expr::Load { array, offset, .. }
+                            if read_only.contains(array) && crate::expr::mentions(pool, *offset, &[is]));
+                        !read
+                    });
                     if !read || crate::expr::mentions(pool, x, &[is]) || !crate::expr::mentions(pool, x, &wanted_symbols) {
                         continue;
                     }

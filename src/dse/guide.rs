@@ -177,24 +177,23 @@ fn scalar_skeleton(pool: &mut ExprPool, root: ExprId) -> Option<ExprId> {
 /// that is not a constant). A position the formula does not read need not be tied to the
 /// path's value for it: the tie only constrains a stream cell nothing else mentions.
 fn stream_reads(pool: &ExprPool, root: ExprId, stream: Option<ExprId>) -> Option<BTreeSet<u64>> {
-    use crate::expr::children_of as children;
     let mut out = BTreeSet::new();
     let Some(stream) = stream else { return Some(out) };
-    let mut seen = std::collections::HashSet::new();
-    let mut work = vec![root];
-    while let Some(e) = work.pop() {
-        if !seen.insert(e) {
-            continue;
-        }
-        let node = pool.get(e);
+    let mut constant = true;
+    crate::expr::visit(pool, root, |_, node| {
         if let Expr::Select(a, i) = node {
             if *a == stream {
-                out.insert(pool.as_const(*i)?);
+                match pool.as_const(*i) {
+                    Some(k) => {
+                        out.insert(k);
+                    }
+                    None => constant = false,
+                }
             }
         }
-        work.extend(children(node));
-    }
-    Some(out)
+        constant
+    });
+    constant.then_some(out)
 }
 
 /// SMT-LIB assertions as one formula (`None`: none).

@@ -67,21 +67,12 @@ fn is_nonlinear(pool: &ExprPool, op: BvOp, a: ExprId, b: ExprId) -> bool {
 
 /// Whether `formula` multiplies, divides or takes the remainder of two non-constant terms.
 pub fn has_nonlinear(pool: &ExprPool, formula: ExprId) -> bool {
-    let mut seen = std::collections::HashSet::new();
-    let mut stack = vec![formula];
-    while let Some(e) = stack.pop() {
-        if !seen.insert(e) {
-            continue;
-        }
-        let node = pool.get(e);
-        if let Expr::Bin(op, a, b) = *node {
-            if is_nonlinear(pool, op, a, b) {
-                return true;
-            }
-        }
-        stack.extend(crate::expr::children_of(node));
-    }
-    false
+    let mut found = false;
+    crate::expr::visit(pool, formula, |_, node| {
+        found |= matches!(*node, Expr::Bin(op, a, b) if is_nonlinear(pool, op, a, b));
+        !found
+    });
+    found
 }
 
 /// The SMT-LIB 2 text of the query `formula`.

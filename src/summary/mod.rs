@@ -1239,13 +1239,6 @@ impl CheckBudget {
 
     /// Whether `f` is unsatisfiable, shown within `limit_ms` and the budget.
     pub fn unsat(&mut self, pool: &crate::expr::ExprPool, f: ExprId, limit_ms: u64) -> bool {
-        let limit = self.left.min(std::time::Duration::from_millis(limit_ms));
-        if limit.is_zero() {
-            return false;
-        }
-        let t = std::time::Instant::now();
-        let answer = crate::solve::check(pool, f, limit, |_| ());
-        self.left = self.left.saturating_sub(t.elapsed());
-        matches!(answer.outcome, crate::solve::Outcome::Unsat)
+        matches!(self.check(pool, f, limit_ms, false, |_| ()), Some(crate::solve::Outcome::Unsat))
     }
 }

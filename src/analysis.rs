@@ -107,7 +107,9 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             .map(|c| c.map_or_else(|| "infeasible".to_string(), |c| Printer::new(&pool).print(c)))
             .collect();
     }
-    report.smtlib = Some(solve::smtlib(&pool, apc.formula));
+    if config.smtlib {
+        report.smtlib = Some(solve::smtlib(&pool, apc.formula));
+    }
     let star_causes: Vec<String> = pool.star_causes().iter().cloned().collect();
     report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
     info!(nodes = pool.len(), "APC built");

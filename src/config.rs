@@ -56,6 +56,9 @@ pub struct Config {
     /// `--pure NAME`: functions whose calls stay unknowns in the APC and are run natively on the
     /// model's arguments (mixed concrete-symbolic solving, see [`crate::replay::pure`]).
     pub pure_functions: Vec<String>,
+    /// Whether the report carries the APC's SMT-LIB text (the JSON report's `smtlib`); the human
+    /// report, which never shows it, turns it off.
+    pub smtlib: bool,
 }
 
 impl Config {
@@ -83,6 +86,7 @@ impl Config {
             ub_is_error: false,
             jobs: default_jobs(),
             pure_functions: vec![],
+            smtlib: true,
         }
     }
 

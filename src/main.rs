@@ -156,7 +156,7 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).with_thread_names(true).init();
 }
 
 /// Largest `--arg-size` (16 MiB: a replay's whole memory holds every buffer).
@@ -193,6 +193,7 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     config.timeout = Duration::from_secs_f64(cli.timeout);
     config.max_backbones = cli.max_backbones;
     config.keep_temps = cli.keep_temps;
+    config.smtlib = cli.json;
     if cli.unfold == 0 || cli.max_models == 0 {
         return Err(Error::bad_input("--unfold and --max-models must be at least 1"));
     }

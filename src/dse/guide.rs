@@ -10,8 +10,9 @@
 //! the pruning bite: "k + (ones still to come) > 12" becomes unsatisfiable as soon as too few
 //! iterations remain.
 //!
-//! Everything here is plain data (the APC as SMT-LIB text, names, block sets), so a `Guide`
-//! can be built on one thread and used on the DSE's thread, where the Z3 terms are made.
+//! Everything here is plain data (the APC's expressions, names, block sets), so a `Guide` can be
+//! built on one thread and used on the DSE's thread, where the Z3 terms are made: the analysis
+//! thread needs no Z3 context for it.
 
 use super::exec::Names;
 use super::state::LoopProgress;
@@ -25,9 +26,9 @@ use z3::ast::{Bool, BV};
 
 /// Unfolding bound of the APC^K the guide uses (quantifier-free, still necessary).
 pub const GUIDE_UNFOLD_K: u32 = 8;
-/// Largest full APC (SMT-LIB bytes) the DSE prunes with (see [`Guide::new`]); the benchmarks'
-/// are 9–15 KB, MatrIR's 243 KB.
-const MAX_FULL_APC_BYTES: usize = 100_000;
+/// Largest full APC (expression nodes) the DSE prunes with (see [`Guide::new`]); the benchmarks'
+/// are 34–1462 nodes (9–62 KB of SMT-LIB), HWM's 1829 and MatrIR's 4255 (over 100 KB).
+const MAX_FULL_APC_NODES: usize = 1_500;
 /// Most expressions the unfolding may add.
 const MAX_UNFOLD_NODES: usize = 200_000;
 
@@ -47,11 +48,14 @@ pub struct GuidedLoop {
 #[derive(Clone, Debug)]
 pub struct Guide {
     pub names: Names,
-    /// The (unfolded, quantifier-free when possible) APC in SMT-LIB 2.
-    pub apc_smtlib: String,
-    /// Its scalar skeleton ([`scalar_skeleton`]; empty when it is the APC itself), the cheap
+    /// The expressions of `apc` and `skeleton`: a copy, translated to Z3 on the DSE's thread.
+    pool: ExprPool,
+    /// The (unfolded, quantifier-free when possible) APC; `None` when it cannot prune (the
+    /// backbone bound was hit, or it is too large).
+    apc: Option<ExprId>,
+    /// Its scalar skeleton ([`scalar_skeleton`]; `None` when it is the APC itself), the cheap
     /// first pruning query.
-    pub skeleton_smtlib: String,
+    skeleton: Option<ExprId>,
     /// The nondet stream positions each reads (`None`: some read is at a symbolic position).
     pub apc_stream_reads: Option<BTreeSet<u64>>,
     pub skeleton_stream_reads: Option<BTreeSet<u64>>,
@@ -197,17 +201,14 @@ fn stream_reads(pool: &ExprPool, root: ExprId, stream: Option<ExprId>) -> Option
 }
 
 /// SMT-LIB assertions as one formula (`None`: none).
-fn parse(smtlib: &str) -> Option<Bool> {
-    if smtlib.is_empty() {
-        return None;
-    }
-    let s = z3::Solver::new();
-    s.from_string(smtlib);
-    let parts = s.get_assertions();
-    if parts.is_empty() {
-        return None;
-    }
-    Some(Bool::and(&parts))
+/// Nodes of the DAG under `root`.
+fn dag_size(pool: &ExprPool, root: ExprId) -> usize {
+    let mut n = 0;
+    crate::expr::visit(pool, root, |_, _| {
+        n += 1;
+        true
+    });
+    n
 }
 
 impl Guide {
@@ -238,18 +239,16 @@ impl Guide {
         // With the backbone bound hit, the APC covers only the enumerated backbones: no longer a
         // necessary condition, so it must not prune (a pruned state might reach the target
         // along a backbone the bound left out).
-        let apc_smtlib = if structure.truncated { String::new() } else { crate::solve::smtlib(&pool, formula) };
-        let skeleton_smtlib = match skeleton {
-            Some(s) if !structure.truncated && pool.as_bool(s) != Some(true) => crate::solve::smtlib(&pool, s),
-            _ => String::new(),
-        };
+        let apc_formula = (!structure.truncated).then_some(formula);
+        let skeleton = skeleton.filter(|&s| !structure.truncated && pool.as_bool(s) != Some(true));
         // A full APC this large (nested loops over an array unfolded) costs seconds per query
         // and, measured on MatrIR, prunes nothing its skeleton does not: the skeleton alone.
-        let apc_smtlib = if apc_smtlib.len() > MAX_FULL_APC_BYTES && !skeleton_smtlib.is_empty() {
-            debug!(bytes = apc_smtlib.len(), "the full APC is too large to prune with; its skeleton prunes");
-            String::new()
+        let apc_nodes = dag_size(&pool, formula);
+        let apc_formula = if apc_nodes > MAX_FULL_APC_NODES && skeleton.is_some() {
+            debug!(nodes = apc_nodes, "the full APC is too large to prune with; its skeleton prunes");
+            None
         } else {
-            apc_smtlib
+            apc_formula
         };
         let stream = apc.inputs.nondet_stream;
         let apc_stream_reads = stream_reads(&pool, formula, stream);
@@ -280,18 +279,26 @@ impl Guide {
         // a path makes. The engine cannot tell those apart while running: no constraint.
         let all: Vec<(BlockId, BTreeSet<BlockId>)> = loops.iter().map(|l: &GuidedLoop| (l.header, l.blocks.clone())).collect();
         loops.retain(|l| !all.iter().any(|(h, bs)| *h != l.header && bs.contains(&l.header)));
-        debug!(loops = loops.len(), quantified = apc_smtlib.contains("forall") || apc_smtlib.contains("exists"), apc_bytes = apc_smtlib.len(), skeleton_bytes = skeleton_smtlib.len(), "DSE guide built");
-        Some(Guide { names, apc_smtlib, skeleton_smtlib, apc_stream_reads, skeleton_stream_reads, loops })
+        let quantified = apc_formula.is_some_and(|f| {
+            let mut q = false;
+            crate::expr::visit(&pool, f, |_, node| {
+                q |= matches!(node, Expr::Forall(..) | Expr::Exists(..));
+                !q
+            });
+            q
+        });
+        debug!(loops = loops.len(), quantified, apc_nodes, skeleton_nodes = skeleton.map_or(0, |s| dag_size(&pool, s)), "DSE guide built");
+        Some(Guide { names, pool, apc: apc_formula, skeleton, apc_stream_reads, skeleton_stream_reads, loops })
     }
 
     /// The APC as one Z3 formula of the calling thread's context.
     pub fn apc_formula(&self) -> Option<Bool> {
-        parse(&self.apc_smtlib)
+        self.apc.map(|f| crate::solve::to_z3(&self.pool, f))
     }
 
     /// The APC's scalar skeleton as one Z3 formula of the calling thread's context.
     pub fn skeleton_formula(&self) -> Option<Bool> {
-        parse(&self.skeleton_smtlib)
+        self.skeleton.map(|f| crate::solve::to_z3(&self.pool, f))
     }
 
     pub fn initial_progress(&self) -> Vec<LoopProgress> {

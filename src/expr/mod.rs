@@ -10,6 +10,7 @@
 //! * Path counters κ and τ are 64-bit bit-vector variables; they meet program values through
 //!   explicit truncation/extension.
 
+pub mod eval;
 mod pool;
 mod print;
 mod subst;

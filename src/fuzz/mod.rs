@@ -132,12 +132,35 @@ fn fuzzer_runtime() -> Result<PathBuf> {
     if let Some(p) = RUNTIME.get() {
         return Ok(p.clone());
     }
+    // Where clang's resource directory normally is (`<bin>/../lib/clang/<version>/lib/linux`):
+    // asking clang itself costs a process start (30–100 ms) that a run which ends sooner
+    // then waits for.
+    if let Some(found) = installed_runtime(&clang_path()) {
+        return Ok(RUNTIME.get_or_init(|| found).clone());
+    }
     let out = run_tool(&clang_path(), &["-print-file-name=libclang_rt.fuzzer-x86_64.a".as_ref()], &std::env::temp_dir())?;
     let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     if path.is_absolute() && path.is_file() {
         Ok(RUNTIME.get_or_init(|| path).clone())
     } else {
         Err(Error::internal(format!("libFuzzer's runtime libclang_rt.fuzzer-x86_64.a was not found (Debian package {RUNTIME_PACKAGE})")))
+    }
+}
+
+/// libFuzzer's runtime in the resource directory of the clang installation at `clang`, when
+/// exactly one version directory has it.
+fn installed_runtime(clang: &Path) -> Option<PathBuf> {
+    let bin = std::fs::canonicalize(clang).ok()?;
+    let versions = bin.parent()?.parent()?.join("lib/clang");
+    let found: Vec<PathBuf> = std::fs::read_dir(versions)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("lib/linux/libclang_rt.fuzzer-x86_64.a"))
+        .filter(|p| p.is_file())
+        .collect();
+    match found.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
     }
 }
 
@@ -527,6 +550,16 @@ fn executions_in(log: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The runtime found next to clang is the one clang itself names.
+    #[test]
+    fn runtime_lookup_agrees_with_clang() {
+        let clang = clang_path();
+        let out = std::process::Command::new(&clang).arg("-print-file-name=libclang_rt.fuzzer-x86_64.a").output().expect("clang runs");
+        let named = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        let named = std::fs::canonicalize(&named).unwrap_or(named);
+        assert_eq!(installed_runtime(&clang).map(|p| std::fs::canonicalize(&p).unwrap()), named.is_file().then_some(named));
+    }
 
     #[test]
     fn executions_come_from_the_final_stats_or_the_last_progress_line() {

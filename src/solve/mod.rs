@@ -75,13 +75,17 @@ pub fn has_nonlinear(pool: &ExprPool, formula: ExprId) -> bool {
     found
 }
 
-/// The SMT-LIB 2 text of the query `formula`.
+mod smtlib;
+
+/// The SMT-LIB 2 text of the query `formula` (printed without Z3, see [`smtlib`]).
 pub fn smtlib(pool: &ExprPool, formula: ExprId) -> String {
-    let solver = z3::Solver::new();
-    let mut tr = Translator::new(pool);
-    let f = tr.translate(formula).as_bool().expect("the APC is a formula");
-    solver.assert(&f);
-    format!("{}(check-sat)\n", solver.to_smt2())
+    smtlib::print(pool, formula)
+}
+
+/// `formula` as a Z3 term of the calling thread's context (for engines that keep their own
+/// solver, such as the DSE).
+pub fn to_z3(pool: &ExprPool, formula: ExprId) -> Bool {
+    Translator::new(pool).boolean(formula)
 }
 
 /// Access to a model from inside [`check`].

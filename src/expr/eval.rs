@@ -1,0 +1,457 @@
+//! Concrete evaluation of expressions under an assignment of their symbols, and a cheap search
+//! for an assignment that satisfies a formula.
+//!
+//! Why: most of the solver checks made while summarising loops ask "is this unsatisfiable?"
+//! (an iteration's tests, a closed-form count's recurrence, an invariant candidate), and most of
+//! those that are *not* unsatisfiable have satisfying assignments everywhere: `i < n`, a wrong
+//! count candidate that fails for nearly every state. Each Z3 query costs milliseconds, and the
+//! first one of a thread tens (its context). Trying a few concrete assignments first answers
+//! those at once. The search can only ever say "satisfiable, here is the proof": a formula it
+//! cannot evaluate (quantifiers, λ-arrays, ⋆) or for which no trial fits goes to the solver, so
+//! using it before an unsat check costs no precision and no soundness.
+//!
+//! The semantics are those of the solver's translation (`solve::Translator`): SMT-LIB
+//! bit-vectors (division by zero gives all ones / the dividend, shifts by at least the width give
+//! 0 or the sign fill), memory as arrays of bytes, loads and stores little-endian.
+
+use super::{children_of, Expr, ExprId, ExprPool, Sort};
+use crate::ir::IntPredicate;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// A concrete value: a Boolean, a bit-vector of at most 64 bits (zero-extended), or an array.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Bool(bool),
+    Bv(u64),
+    Array(Rc<ArrayValue>),
+}
+
+/// A concrete array: a default content plus the elements written over it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrayValue {
+    base: ArrayBase,
+    writes: HashMap<u64, u64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum ArrayBase {
+    /// Every element is this value.
+    Const(u64),
+    /// An input array: element `i` is a pseudo-random function of (seed, i), masked to `elem` bits.
+    Seeded { seed: u64, elem: u32 },
+}
+
+impl ArrayValue {
+    fn get(&self, i: u64) -> u64 {
+        if let Some(v) = self.writes.get(&i) {
+            return *v;
+        }
+        match self.base {
+            ArrayBase::Const(v) => v,
+            ArrayBase::Seeded { seed, elem } => super::mask(elem, small_biased(mix(seed ^ mix(i)))),
+        }
+    }
+}
+
+/// How symbols get values in one evaluation: `None` leaves the expression unevaluated.
+pub trait Assignment {
+    fn value(&mut self, name: &str, sort: Sort) -> Option<Value>;
+}
+
+/// Stops evaluating: writes into one array beyond this make the evaluation give up.
+const MAX_WRITES: usize = 4096;
+
+/// The value of `root` under `assignment`, or `None` when some part cannot be evaluated
+/// (quantifiers, λ-arrays, ⋆, widths above 64 bits, a symbol the assignment leaves open).
+pub fn eval(pool: &ExprPool, root: ExprId, assignment: &mut dyn Assignment) -> Option<Value> {
+    let mut memo: HashMap<ExprId, Value> = HashMap::new();
+    // Post-order without recursion: deep expressions must not overflow the stack.
+    let mut stack = vec![(root, false)];
+    while let Some((e, ready)) = stack.pop() {
+        if memo.contains_key(&e) {
+            continue;
+        }
+        let node = pool.get(e);
+        if !ready {
+            stack.push((e, true));
+            for k in children_of(node) {
+                if !memo.contains_key(&k) {
+                    stack.push((k, false));
+                }
+            }
+            continue;
+        }
+        let v = node_value(pool, e, node, &memo, assignment)?;
+        memo.insert(e, v);
+    }
+    memo.remove(&root)
+}
+
+fn node_value(
+    pool: &ExprPool,
+    e: ExprId,
+    node: &Expr,
+    memo: &HashMap<ExprId, Value>,
+    assignment: &mut dyn Assignment,
+) -> Option<Value> {
+    use super::BvOp::*;
+    let bv = |x: &ExprId| match memo.get(x) {
+        Some(Value::Bv(v)) => Some(*v),
+        _ => None,
+    };
+    let boolean = |x: &ExprId| match memo.get(x) {
+        Some(Value::Bool(b)) => Some(*b),
+        _ => None,
+    };
+    let width = |x: ExprId| match pool.sort(x) {
+        Sort::Bv(w) if w <= 64 => Some(w),
+        _ => None,
+    };
+    Some(match node {
+        Expr::Bool(b) => Value::Bool(*b),
+        Expr::Const { width, value } if *width <= 64 => Value::Bv(*value),
+        Expr::Const { .. } => return None,
+        Expr::Symbol { name, sort, .. } => {
+            if let Sort::Bv(w) = sort {
+                if *w > 64 {
+                    return None;
+                }
+            }
+            assignment.value(name, *sort)?
+        }
+        Expr::Star(_) | Expr::Lambda { .. } | Expr::Forall(..) | Expr::Exists(..) => return None,
+        Expr::Not(a) => Value::Bool(!boolean(a)?),
+        Expr::And(xs) => {
+            let mut all = true;
+            for x in xs {
+                all &= boolean(x)?;
+            }
+            Value::Bool(all)
+        }
+        Expr::Or(xs) => {
+            let mut any = false;
+            for x in xs {
+                any |= boolean(x)?;
+            }
+            Value::Bool(any)
+        }
+        Expr::Ite(c, a, b) => memo.get(if boolean(c)? { a } else { b })?.clone(),
+        Expr::Bin(op, a, b) => {
+            let w = width(*a)?;
+            let (x, y) = (bv(a)?, bv(b)?);
+            let m = |v: u64| super::mask(w, v);
+            let sx = super::to_signed(w, x);
+            let sy = super::to_signed(w, y);
+            let ones = m(u64::MAX);
+            Value::Bv(match op {
+                Add => m(x.wrapping_add(y)),
+                Sub => m(x.wrapping_sub(y)),
+                Mul => m(x.wrapping_mul(y)),
+                UDiv => {
+                    if y == 0 {
+                        ones
+                    } else {
+                        x / y
+                    }
+                }
+                URem => {
+                    if y == 0 {
+                        x
+                    } else {
+                        x % y
+                    }
+                }
+                SDiv => {
+                    if y == 0 {
+                        if sx < 0 {
+                            1
+                        } else {
+                            ones
+                        }
+                    } else {
+                        m(sx.wrapping_div(sy) as u64)
+                    }
+                }
+                SRem => {
+                    if y == 0 {
+                        x
+                    } else {
+                        m(sx.wrapping_rem(sy) as u64)
+                    }
+                }
+                Shl => {
+                    if y >= w as u64 {
+                        0
+                    } else {
+                        m(x << y)
+                    }
+                }
+                LShr => {
+                    if y >= w as u64 {
+                        0
+                    } else {
+                        x >> y
+                    }
+                }
+                AShr => {
+                    let s = y.min(w as u64 - 1);
+                    m((sx >> s) as u64)
+                }
+                And => x & y,
+                Or => x | y,
+                Xor => x ^ y,
+            })
+        }
+        Expr::Cmp(p, a, b) => {
+            if pool.sort(*a) == Sort::Bool {
+                let eq = boolean(a)? == boolean(b)?;
+                return Some(Value::Bool(if *p == IntPredicate::Eq { eq } else { !eq }));
+            }
+            let w = width(*a)?;
+            let (x, y) = (bv(a)?, bv(b)?);
+            let (sx, sy) = (super::to_signed(w, x), super::to_signed(w, y));
+            use IntPredicate::*;
+            Value::Bool(match p {
+                Eq => x == y,
+                Ne => x != y,
+                Ugt => x > y,
+                Uge => x >= y,
+                Ult => x < y,
+                Ule => x <= y,
+                Sgt => sx > sy,
+                Sge => sx >= sy,
+                Slt => sx < sy,
+                Sle => sx <= sy,
+            })
+        }
+        Expr::ZExt(a, w) => {
+            if *w > 64 {
+                return None;
+            }
+            Value::Bv(bv(a)?)
+        }
+        Expr::SExt(a, w) => {
+            let from = width(*a)?;
+            if *w > 64 {
+                return None;
+            }
+            Value::Bv(super::mask(*w, super::to_signed(from, bv(a)?) as u64))
+        }
+        Expr::Extract { hi, lo, e: a } => {
+            width(*a)?;
+            Value::Bv(super::mask(hi - lo + 1, bv(a)? >> lo))
+        }
+        Expr::Load {
+            array,
+            offset,
+            width: w,
+        } => {
+            let (Some(Value::Array(arr)), Some(off)) = (memo.get(array), bv(offset)) else {
+                return None;
+            };
+            if *w > 64 || *w % 8 != 0 {
+                return None;
+            }
+            let mut out = 0u64;
+            for k in 0..(*w / 8) as u64 {
+                out |= (arr.get(off.wrapping_add(k)) & 0xff) << (8 * k);
+            }
+            Value::Bv(out)
+        }
+        Expr::Store {
+            array,
+            offset,
+            value,
+            width: w,
+        } => {
+            let (Some(Value::Array(arr)), Some(off), Some(val)) =
+                (memo.get(array), bv(offset), bv(value))
+            else {
+                return None;
+            };
+            if *w > 64 || *w % 8 != 0 || arr.writes.len() >= MAX_WRITES {
+                return None;
+            }
+            let mut next = (**arr).clone();
+            for k in 0..(*w / 8) as u64 {
+                next.writes
+                    .insert(off.wrapping_add(k), (val >> (8 * k)) & 0xff);
+            }
+            Value::Array(Rc::new(next))
+        }
+        Expr::ConstArray { value, .. } => Value::Array(Rc::new(ArrayValue {
+            base: ArrayBase::Const(bv(value)?),
+            writes: HashMap::new(),
+        })),
+        Expr::Select(array, index) => {
+            let Some(Value::Array(arr)) = memo.get(array) else {
+                return None;
+            };
+            let Sort::Array { index: iw, .. } = pool.sort(*array) else {
+                return None;
+            };
+            if iw > 64 {
+                return None;
+            }
+            Value::Bv(arr.get(bv(index)?))
+        }
+    })
+    .filter(|v| !matches!((v, pool.sort(e)), (Value::Bv(_), Sort::Bv(w)) if w > 64))
+}
+
+/// splitmix64's finaliser: a well-mixed 64-bit hash of `x`.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// A random value biased to the small ones programs compare with: a quarter are 0..=3, a quarter
+/// −4..=−1, the rest arbitrary.
+fn small_biased(r: u64) -> u64 {
+    match r & 3 {
+        0 => (r >> 2) & 3,
+        1 => ((r >> 2) & 3).wrapping_add(1).wrapping_neg(),
+        _ => r >> 2 ^ r << 62,
+    }
+}
+
+/// One trial: every symbol gets a value that depends only on (trial, name), so a symbol that
+/// occurs twice has one value.
+struct Trial {
+    seed: u64,
+    /// Constants of the formula: a symbol often has to equal one (or be next to one).
+    constants: Rc<Vec<u64>>,
+}
+
+impl Assignment for Trial {
+    fn value(&mut self, name: &str, sort: Sort) -> Option<Value> {
+        let r = mix(self.seed ^ name_hash(name));
+        Some(match sort {
+            Sort::Bool => Value::Bool(r & 1 == 1),
+            Sort::Bv(w) => {
+                let v = match self.seed % 4 {
+                    // The first trials: everything 0, then everything 1.
+                    _ if self.seed == 0 => 0,
+                    _ if self.seed == 1 => 1,
+                    0 if !self.constants.is_empty() => {
+                        let c = self.constants[(r >> 8) as usize % self.constants.len()];
+                        c.wrapping_add((r & 3).wrapping_sub(1))
+                    }
+                    _ => small_biased(r >> 1),
+                };
+                Value::Bv(super::mask(w, v))
+            }
+            Sort::Array { elem, .. } => Value::Array(Rc::new(ArrayValue {
+                base: ArrayBase::Seeded { seed: r, elem },
+                writes: HashMap::new(),
+            })),
+        })
+    }
+}
+
+/// Whether one of `trials` cheap concrete assignments satisfies the formula `f`: `true` proves
+/// `f` satisfiable; `false` says nothing.
+pub fn satisfiable_by_trial(pool: &ExprPool, f: ExprId, trials: u64) -> bool {
+    let mut constants = vec![];
+    super::visit(pool, f, |_, node| {
+        if let Expr::Const { value, .. } = node {
+            constants.push(*value);
+        }
+        true
+    });
+    constants.sort_unstable();
+    constants.dedup();
+    constants.truncate(64);
+    let constants = Rc::new(constants);
+    (0..trials).any(|seed| {
+        let mut trial = Trial {
+            seed,
+            constants: constants.clone(),
+        };
+        matches!(eval(pool, f, &mut trial), Some(Value::Bool(true)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{BvOp, SymbolKind};
+
+    struct Fixed(HashMap<&'static str, u64>);
+    impl Assignment for Fixed {
+        fn value(&mut self, name: &str, _: Sort) -> Option<Value> {
+            self.0.get(name).map(|v| Value::Bv(*v))
+        }
+    }
+
+    #[test]
+    fn wrapping_and_division_follow_smt_lib() {
+        let mut p = ExprPool::new();
+        let x = p.symbol("x", Sort::Bv(8), SymbolKind::Input);
+        let y = p.symbol("y", Sort::Bv(8), SymbolKind::Input);
+        let cases = [
+            (BvOp::Add, 250, 10, 4),
+            (BvOp::UDiv, 7, 0, 255),
+            (BvOp::URem, 7, 0, 7),
+            (BvOp::SDiv, 0x80, 0xff, 0x80),
+            (BvOp::Shl, 1, 8, 0),
+            (BvOp::AShr, 0x80, 9, 0xff),
+            (BvOp::SRem, 0xf9, 2, 0xff),
+        ];
+        for (op, a, b, want) in cases {
+            let e = p.bin(op, x, y);
+            let mut asg = Fixed(HashMap::from([("x", a), ("y", b)]));
+            assert_eq!(
+                eval(&p, e, &mut asg),
+                Some(Value::Bv(want)),
+                "{op:?} {a} {b}"
+            );
+        }
+    }
+
+    #[test]
+    fn memory_reads_what_was_stored_little_endian() {
+        let mut p = ExprPool::new();
+        let zero = p.bv(8, 0);
+        let mem = p.const_array(64, zero);
+        let off = p.bv(64, 4);
+        let v = p.bv(32, 0x1122_3344);
+        let stored = p.store(mem, off, v, 32);
+        let at5 = p.bv(64, 5);
+        let byte = p.load(stored, at5, 8);
+        assert_eq!(
+            eval(&p, byte, &mut Fixed(HashMap::new())),
+            Some(Value::Bv(0x33))
+        );
+    }
+
+    #[test]
+    fn trials_find_easy_models_and_never_claim_unsat_ones() {
+        let mut p = ExprPool::new();
+        let i = p.symbol("i", Sort::Bv(32), SymbolKind::Input);
+        let n = p.symbol("n", Sort::Bv(32), SymbolKind::Input);
+        let lt = p.cmp(IntPredicate::Slt, i, n);
+        assert!(satisfiable_by_trial(&p, lt, 16));
+        let fifteen = p.bv(32, 15);
+        let eq = p.cmp(IntPredicate::Eq, n, fifteen);
+        assert!(
+            satisfiable_by_trial(&p, eq, 16),
+            "constants of the formula are tried"
+        );
+        let zero = p.bv(32, 0);
+        let never = p.cmp(IntPredicate::Ult, i, zero);
+        assert!(!satisfiable_by_trial(&p, never, 64));
+        let not_lt = p.not(lt);
+        let both = p.and([lt, not_lt]);
+        assert!(!satisfiable_by_trial(&p, both, 64));
+    }
+}

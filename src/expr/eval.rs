@@ -75,6 +75,10 @@ pub fn eval(pool: &ExprPool, root: ExprId, assignment: &mut dyn Assignment) -> O
         let node = pool.get(e);
         if !ready {
             stack.push((e, true));
+            // A binder's body is evaluated per value of its variables (see `bounded`).
+            if matches!(node, Expr::Forall(..) | Expr::Exists(..) | Expr::Lambda { .. }) {
+                continue;
+            }
             for k in children_of(node) {
                 if !memo.contains_key(&k) {
                     stack.push((k, false));
@@ -120,7 +124,8 @@ fn node_value(
             }
             assignment.value(name, *sort)?
         }
-        Expr::Star(_) | Expr::Lambda { .. } | Expr::Forall(..) | Expr::Exists(..) => return None,
+        Expr::Star(_) | Expr::Lambda { .. } => return None,
+        Expr::Forall(vs, body) | Expr::Exists(vs, body) => Value::Bool(bounded(pool, matches!(node, Expr::Forall(..)), vs, *body, assignment)?),
         Expr::Not(a) => Value::Bool(!boolean(a)?),
         Expr::And(xs) => {
             let mut all = true;
@@ -300,6 +305,84 @@ fn node_value(
     .filter(|v| !matches!((v, pool.sort(e)), (Value::Bv(_), Sort::Bv(w)) if w > 64))
 }
 
+/// Most values a bounded quantifier's variable is evaluated at.
+const MAX_QUANTIFIER_RANGE: u64 = 64;
+
+/// `∀τ (τ ≥ᵤ e ∨ body)` or `∃τ (τ <ᵤ e ∧ body)` (the shapes of looping conditions, also with
+/// `≤ᵤ`/`>ᵤ`), with `e` not mentioning τ and at most [`MAX_QUANTIFIER_RANGE`]: the body evaluated
+/// at every τ in range. Any other quantifier cannot be evaluated.
+fn bounded(pool: &ExprPool, forall: bool, vars: &[ExprId], body: ExprId, assignment: &mut dyn Assignment) -> Option<bool> {
+    let [var] = vars else { return None };
+    let Expr::Symbol { name, .. } = pool.get(*var) else { return None };
+    let parts: Vec<ExprId> = match pool.get(body) {
+        Expr::Or(xs) if forall => xs.clone(),
+        Expr::And(xs) if !forall => xs.clone(),
+        _ => vec![body],
+    };
+    // The guard: a comparison of τ with a bound free of τ (τ ≥ e / τ > e under ∀, τ < e /
+    // τ ≤ e under ∃): the values in range are those for which the guard does not decide.
+    let mut range = None;
+    for &p in &parts {
+        if let Expr::Cmp(pred, a, b) = pool.get(p) {
+            if *a != *var || crate::expr::mentions(pool, *b, &[*var]) {
+                continue;
+            }
+            let limit = match eval(pool, *b, assignment)? {
+                Value::Bv(v) => v,
+                _ => continue,
+            };
+            range = match (forall, pred) {
+                (true, IntPredicate::Uge) | (false, IntPredicate::Ult) => Some(limit),
+                (true, IntPredicate::Ugt) | (false, IntPredicate::Ule) => Some(limit.checked_add(1)?),
+                _ => continue,
+            };
+            break;
+        }
+    }
+    let range = range.filter(|r| *r <= MAX_QUANTIFIER_RANGE)?;
+    struct Bound<'a> {
+        name: &'a str,
+        value: u64,
+        outer: &'a mut dyn Assignment,
+    }
+    impl Assignment for Bound<'_> {
+        fn value(&mut self, name: &str, sort: Sort) -> Option<Value> {
+            if name == self.name {
+                Some(Value::Bv(self.value))
+            } else {
+                self.outer.value(name, sort)
+            }
+        }
+    }
+    for t in 0..range {
+        let mut inner = Bound { name, value: t, outer: &mut *assignment };
+        let holds = match eval(pool, body, &mut inner)? {
+            Value::Bool(b) => b,
+            _ => return None,
+        };
+        if holds != forall {
+            return Some(!forall);
+        }
+    }
+    Some(forall)
+}
+
+/// Whether the conjunction `f` contains a literal and its negation (`x = 0` and `x ≠ 0`, `b` and
+/// `¬b`): unsatisfiable without a solver. `false` says nothing.
+pub fn contradictory(pool: &ExprPool, f: ExprId) -> bool {
+    let conjuncts: Vec<ExprId> = match pool.get(f) {
+        Expr::And(xs) => xs.clone(),
+        _ => return false,
+    };
+    let present: std::collections::HashSet<ExprId> = conjuncts.iter().copied().collect();
+    let nodes: std::collections::HashSet<&Expr> = conjuncts.iter().map(|&c| pool.get(c)).collect();
+    conjuncts.iter().any(|&c| match pool.get(c) {
+        Expr::Not(x) => present.contains(x),
+        Expr::Cmp(p, a, b) => nodes.contains(&Expr::Cmp(p.negate(), *a, *b)),
+        _ => false,
+    })
+}
+
 /// splitmix64's finaliser: a well-mixed 64-bit hash of `x`.
 fn mix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -338,18 +421,28 @@ impl Assignment for Trial {
         Some(match sort {
             Sort::Bool => Value::Bool(r & 1 == 1),
             Sort::Bv(w) => {
-                let v = match self.seed % 4 {
-                    // The first trials: everything 0, then everything 1.
+                // The first trials: everything 0, then everything 1. Then each symbol on its
+                // own: mostly small (counters, indices), often next to a constant of the
+                // formula, sometimes small negative or arbitrary.
+                let v = match r >> 59 {
                     _ if self.seed == 0 => 0,
                     _ if self.seed == 1 => 1,
-                    0 if !self.constants.is_empty() => {
+                    0..=11 => r & 3,
+                    12..=21 if !self.constants.is_empty() => {
                         let c = self.constants[(r >> 8) as usize % self.constants.len()];
-                        c.wrapping_add((r & 3).wrapping_sub(1))
+                        c.wrapping_add([0, 0, 0, 0, 0, u64::MAX, 1, 2][(r & 7) as usize])
                     }
-                    _ => small_biased(r >> 1),
+                    12..=25 => (r & 3).wrapping_add(1).wrapping_neg(),
+                    _ => r.rotate_left(17),
                 };
                 Value::Bv(super::mask(w, v))
             }
+            // Every other trial, all arrays hold one small nonzero value everywhere, so that
+            // reads of different cells or arrays can be equal (`A[j] = H[k]`).
+            Sort::Array { elem, .. } if self.seed >= 2 && self.seed % 2 == 0 => Value::Array(Rc::new(ArrayValue {
+                base: ArrayBase::Const(super::mask(elem, 1 + (mix(self.seed) & 3))),
+                writes: HashMap::new(),
+            })),
             Sort::Array { elem, .. } => Value::Array(Rc::new(ArrayValue {
                 base: ArrayBase::Seeded { seed: r, elem },
                 writes: HashMap::new(),
@@ -361,6 +454,12 @@ impl Assignment for Trial {
 /// Whether one of `trials` cheap concrete assignments satisfies the formula `f`: `true` proves
 /// `f` satisfiable; `false` says nothing.
 pub fn satisfiable_by_trial(pool: &ExprPool, f: ExprId, trials: u64) -> bool {
+    model_by_trial(pool, f, trials).is_some()
+}
+
+/// A concrete assignment (one of `trials`) under which `f` holds, to evaluate other expressions
+/// in (a counterexample's view of them, as from a solver's model).
+pub fn model_by_trial(pool: &ExprPool, f: ExprId, trials: u64) -> Option<TrialModel> {
     let mut constants = vec![];
     super::visit(pool, f, |_, node| {
         if let Expr::Const { value, .. } = node {
@@ -372,13 +471,26 @@ pub fn satisfiable_by_trial(pool: &ExprPool, f: ExprId, trials: u64) -> bool {
     constants.dedup();
     constants.truncate(64);
     let constants = Rc::new(constants);
-    (0..trials).any(|seed| {
+    (0..trials).find_map(|seed| {
         let mut trial = Trial {
             seed,
             constants: constants.clone(),
         };
-        matches!(eval(pool, f, &mut trial), Some(Value::Bool(true)))
+        matches!(eval(pool, f, &mut trial), Some(Value::Bool(true))).then_some(TrialModel(trial))
     })
+}
+
+/// The assignment [`model_by_trial`] found.
+pub struct TrialModel(Trial);
+
+impl TrialModel {
+    /// The value of the formula `e` under this assignment (`None`: it cannot be evaluated).
+    pub fn holds(&mut self, pool: &ExprPool, e: ExprId) -> Option<bool> {
+        match eval(pool, e, &mut self.0)? {
+            Value::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -432,6 +544,51 @@ mod tests {
             eval(&p, byte, &mut Fixed(HashMap::new())),
             Some(Value::Bv(0x33))
         );
+    }
+
+    #[test]
+    fn bounded_quantifiers_are_evaluated_over_their_range() {
+        let mut p = ExprPool::new();
+        let tau = p.symbol("τ1", Sort::Bv(64), SymbolKind::Tau(1));
+        let kappa = p.symbol("κ1", Sort::Bv(64), SymbolKind::Kappa(1));
+        let a = p.symbol("A", Sort::MEMORY, SymbolKind::Input);
+        let byte = p.load(a, tau, 8);
+        let zero = p.bv(8, 0);
+        let nonzero = p.cmp(IntPredicate::Ne, byte, zero);
+        let guard = p.cmp(IntPredicate::Uge, tau, kappa);
+        let body = p.or([guard, nonzero]);
+        let all = p.forall(vec![tau], body);
+        let at_end = p.load(a, kappa, 8);
+        let ends = p.cmp(IntPredicate::Eq, at_end, zero);
+        // A string of κ nonzero bytes ended by a zero: found by trying (κ and A concrete).
+        let f = p.and([all, ends]);
+        assert!(satisfiable_by_trial(&p, f, 64));
+        struct Ones;
+        impl Assignment for Ones {
+            fn value(&mut self, name: &str, sort: Sort) -> Option<Value> {
+                Some(match sort {
+                    Sort::Array { .. } => Value::Array(Rc::new(ArrayValue { base: ArrayBase::Const(if name == "A" { 1 } else { 0 }), writes: HashMap::new() })),
+                    _ => Value::Bv(if name == "κ1" { 5 } else { 0 }),
+                })
+            }
+        }
+        assert_eq!(eval(&p, all, &mut Ones), Some(Value::Bool(true)));
+        assert_eq!(eval(&p, f, &mut Ones), Some(Value::Bool(false)), "A[5] = 1, not 0");
+    }
+
+    #[test]
+    fn a_literal_and_its_negation_contradict() {
+        let mut p = ExprPool::new();
+        let x = p.symbol("x", Sort::Bv(8), SymbolKind::Input);
+        let y = p.symbol("y", Sort::Bv(8), SymbolKind::Input);
+        let zero = p.bv(8, 0);
+        let eq = p.cmp(IntPredicate::Eq, x, zero);
+        let ne = p.cmp(IntPredicate::Ne, x, zero);
+        let lt = p.cmp(IntPredicate::Ult, x, y);
+        let f = p.and([eq, lt, ne]);
+        assert!(contradictory(&p, f));
+        let g = p.and([eq, lt]);
+        assert!(!contradictory(&p, g));
     }
 
     #[test]

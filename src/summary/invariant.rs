@@ -416,7 +416,11 @@ fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates:
             let broken = pool.not(all);
             let query = pool.and([pre, broken]);
             let t = std::time::Instant::now();
-            let answer = budget.check(pool, query, QUERY_MS, false, |m| posts.iter().map(|&p| m.eval(p) == Some(1)).collect::<Vec<bool>>());
+            // A concrete counterexample first (most candidates break at once): no solver.
+            let answer = match by_trial(pool, query, &posts) {
+                Some(holds) => Some(Outcome::Sat(holds)),
+                None => budget.check(pool, query, QUERY_MS, false, |m| posts.iter().map(|&p| m.eval(p) == Some(1)).collect::<Vec<bool>>()),
+            };
             tracing::trace!(candidates = candidates.len(), ms = t.elapsed().as_millis() as u64, sat = matches!(answer, Some(Outcome::Sat(_))), "houdini query");
             match answer {
                 Some(Outcome::Unsat) => {}
@@ -440,6 +444,13 @@ fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates:
             return candidates;
         }
     }
+}
+
+/// The values of `parts` under a concrete assignment that satisfies `query`, when trying a few
+/// finds one (see [`crate::expr::eval`]) and every part can be evaluated in it.
+fn by_trial(pool: &ExprPool, query: ExprId, parts: &[ExprId]) -> Option<Vec<bool>> {
+    let mut model = crate::expr::eval::model_by_trial(pool, query, super::TRIALS)?;
+    parts.iter().map(|&p| model.holds(pool, p)).collect()
 }
 
 /// The candidates each preserved on its own by every step, given `assumed`.
@@ -475,7 +486,10 @@ fn each_preserved(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut cand
                 (false, 1) => SINGLE_MS.max(QUERY_MS),
                 _ => QUERY_MS,
             };
-            let answer = budget.check(pool, query, limit, arrays, |m| broken.iter().map(|&b| m.eval(b) == Some(1)).collect::<Vec<bool>>());
+            let answer = match by_trial(pool, query, &broken) {
+                Some(bad) => Some(Outcome::Sat(bad)),
+                None => budget.check(pool, query, limit, arrays, |m| broken.iter().map(|&b| m.eval(b) == Some(1)).collect::<Vec<bool>>()),
+            };
             tracing::trace!(candidates = candidates.len(), ms = t.elapsed().as_millis() as u64, sat = matches!(answer, Some(Outcome::Sat(_))), "preservation query");
             match answer {
                 Some(Outcome::Unsat) => break,

@@ -1196,7 +1196,7 @@ pub struct CheckBudget {
 }
 
 /// Concrete assignments tried before an unsat check goes to the solver.
-const TRIALS: u64 = 16;
+pub(crate) const TRIALS: u64 = 32;
 
 impl Default for CheckBudget {
     fn default() -> Self {
@@ -1237,16 +1237,20 @@ impl CheckBudget {
         let t = std::time::Instant::now();
         let answer = if portfolio { crate::solve::check_portfolio(pool, f, limit, extract) } else { crate::solve::check(pool, f, limit, extract) };
         self.left = self.left.saturating_sub(t.elapsed());
-        tracing::trace!(seconds = t.elapsed().as_secs_f64(), definite = answer.outcome.is_definite(), "summary check");
+        tracing::trace!(seconds = t.elapsed().as_secs_f64(), unsat = matches!(answer.outcome, crate::solve::Outcome::Unsat), definite = answer.outcome.is_definite(), f = %crate::expr::Printer::new(pool).print(f), "summary check");
         Some(answer.outcome)
     }
 
     /// Whether `f` is unsatisfiable, shown within `limit_ms` and the budget.
-    /// A concrete assignment that satisfies `f` answers at once, without the solver (see
-    /// [`crate::expr::eval`]): the first query of a thread costs tens of milliseconds.
+    /// A concrete assignment that satisfies `f`, or a literal next to its negation, answers at
+    /// once, without the solver (see [`crate::expr::eval`]): the first query of a thread costs
+    /// tens of milliseconds.
     pub fn unsat(&mut self, pool: &crate::expr::ExprPool, f: ExprId, limit_ms: u64) -> bool {
         if crate::expr::eval::satisfiable_by_trial(pool, f, TRIALS) {
             return false;
+        }
+        if crate::expr::eval::contradictory(pool, f) {
+            return true;
         }
         matches!(self.check(pool, f, limit_ms, false, |_| ()), Some(crate::solve::Outcome::Unsat))
     }

@@ -252,18 +252,7 @@ impl Encoder<'_> {
     fn comparison(&self, pred: IntPredicate, a: &str, b: &str, w: u32) -> String {
         use IntPredicate::*;
         if let (Eq | Ne, _) | (_, Theory::BitVectors) = (pred, self.theory) {
-            let op = match pred {
-                Eq => "=",
-                Ne => "distinct",
-                Ugt => "bvugt",
-                Uge => "bvuge",
-                Ult => "bvult",
-                Ule => "bvule",
-                Sgt => "bvsgt",
-                Sge => "bvsge",
-                Slt => "bvslt",
-                Sle => "bvsle",
-            };
+            let op = crate::solve::cmp_symbol(pred);
             return format!("({op} {a} {b})");
         }
         // Over the integers: the unsigned reading is the value; the signed one is converted.

@@ -215,20 +215,7 @@ fn node_value(
             }
             let w = width(*a)?;
             let (x, y) = (bv(a)?, bv(b)?);
-            let (sx, sy) = (super::to_signed(w, x), super::to_signed(w, y));
-            use IntPredicate::*;
-            Value::Bool(match p {
-                Eq => x == y,
-                Ne => x != y,
-                Ugt => x > y,
-                Uge => x >= y,
-                Ult => x < y,
-                Ule => x <= y,
-                Sgt => sx > sy,
-                Sge => sx >= sy,
-                Slt => sx < sy,
-                Sle => sx <= sy,
-            })
+            Value::Bool(super::fold_cmp(*p, w, x, y))
         }
         Expr::ZExt(a, w) => {
             if *w > 64 {

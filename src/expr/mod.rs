@@ -16,6 +16,7 @@ mod print;
 mod subst;
 
 pub use pool::{children as children_of, ExprPool};
+pub(crate) use pool::fold_cmp;
 pub use print::Printer;
 pub use subst::{mentions, visit, Substitution};
 

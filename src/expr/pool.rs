@@ -651,7 +651,8 @@ fn fold_bin(op: BvOp, w: u32, x: u64, y: u64) -> Option<u64> {
     ))
 }
 
-fn fold_cmp(p: IntPredicate, w: u32, x: u64, y: u64) -> bool {
+/// `x p y` of two `w`-bit values.
+pub(crate) fn fold_cmp(p: IntPredicate, w: u32, x: u64, y: u64) -> bool {
     use IntPredicate::*;
     let (sx, sy) = (to_signed(w, x), to_signed(w, y));
     match p {

@@ -76,6 +76,7 @@ pub fn has_nonlinear(pool: &ExprPool, formula: ExprId) -> bool {
 }
 
 mod smtlib;
+pub use smtlib::cmp_symbol;
 
 /// The SMT-LIB 2 text of the query `formula` (printed without Z3, see [`smtlib`]).
 pub fn smtlib(pool: &ExprPool, formula: ExprId) -> String {

@@ -35,6 +35,23 @@ fn quote(name: &str) -> String {
     format!("|{clean}|")
 }
 
+/// The SMT-LIB function of a comparison.
+pub fn cmp_symbol(p: IntPredicate) -> &'static str {
+    use IntPredicate::*;
+    match p {
+        Eq => "=",
+        Ne => "distinct",
+        Ugt => "bvugt",
+        Uge => "bvuge",
+        Ult => "bvult",
+        Ule => "bvule",
+        Sgt => "bvsgt",
+        Sge => "bvsge",
+        Slt => "bvslt",
+        Sle => "bvsle",
+    }
+}
+
 fn bv_const(width: u32, value: u64) -> String {
     format!("(_ bv{value} {width})")
 }
@@ -131,24 +148,7 @@ pub fn print(pool: &ExprPool, formula: ExprId) -> String {
                 format!("({f} {} {})", t(a), t(b))
             }
             Expr::Cmp(p, a, b) => {
-                use IntPredicate::*;
-                let f = match p {
-                    Eq | Ne => "=",
-                    Ugt => "bvugt",
-                    Uge => "bvuge",
-                    Ult => "bvult",
-                    Ule => "bvule",
-                    Sgt => "bvsgt",
-                    Sge => "bvsge",
-                    Slt => "bvslt",
-                    Sle => "bvsle",
-                };
-                let c = format!("({f} {} {})", t(a), t(b));
-                if *p == Ne {
-                    format!("(not {c})")
-                } else {
-                    c
-                }
+                format!("({} {} {})", cmp_symbol(*p), t(a), t(b))
             }
             Expr::ZExt(a, w) => format!("((_ zero_extend {}) {})", w - pool.width(*a), t(a)),
             Expr::SExt(a, w) => format!("((_ sign_extend {}) {})", w - pool.width(*a), t(a)),

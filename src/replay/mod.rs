@@ -7,6 +7,7 @@ pub mod sandbox;
 pub mod pure;
 pub mod stubs;
 pub mod ub;
+mod codegen;
 mod libraries;
 
 pub use sandbox::{Limits, RunOutcome};
@@ -182,7 +183,18 @@ impl Replayer {
             write(&driver, source.as_bytes())?;
             compile(&driver, &driver_o, driver_flags)
         };
-        at_once(|| compile(&bc, &program_o, program_flags), || build_driver(&rp))?;
+        // The plain program is compiled in-process (see `codegen`); clang when that fails or
+        // when sanitizer flags ask for clang's passes.
+        let compile_program = || {
+            if program_flags.is_empty() {
+                match codegen::compile_object(&loaded.instrumented_bitcode, &program_o) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => debug!("in-process code generation failed, clang compiles instead: {e}"),
+                }
+            }
+            compile(&bc, &program_o, program_flags)
+        };
+        at_once(compile_program, || build_driver(&rp))?;
         for attempt in 0..2 {
             if attempt > 0 {
                 build_driver(&rp)?;

@@ -458,13 +458,20 @@ pub fn model_by_trial(pool: &ExprPool, f: ExprId, trials: u64) -> Option<TrialMo
     constants.dedup();
     constants.truncate(64);
     let constants = Rc::new(constants);
-    (0..trials).find_map(|seed| {
+    for seed in 0..trials {
         let mut trial = Trial {
             seed,
             constants: constants.clone(),
         };
-        matches!(eval(pool, f, &mut trial), Some(Value::Bool(true))).then_some(TrialModel(trial))
-    })
+        match eval(pool, f, &mut trial) {
+            Some(Value::Bool(true)) => return Some(TrialModel(trial)),
+            // All zeros cannot be evaluated: something no assignment makes evaluable (⋆, a
+            // λ-array, a wide integer, a quantifier without a small range) is in the way.
+            None if seed == 0 => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The assignment [`model_by_trial`] found.

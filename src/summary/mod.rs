@@ -1246,7 +1246,14 @@ impl CheckBudget {
     /// once, without the solver (see [`crate::expr::eval`]): the first query of a thread costs
     /// tens of milliseconds.
     pub fn unsat(&mut self, pool: &crate::expr::ExprPool, f: ExprId, limit_ms: u64) -> bool {
-        if crate::expr::eval::satisfiable_by_trial(pool, f, TRIALS) {
+        if self.left.is_zero() {
+            return false;
+        }
+        // The trials' time is charged too: on a large formula they are not free.
+        let t = std::time::Instant::now();
+        let found = crate::expr::eval::satisfiable_by_trial(pool, f, TRIALS);
+        self.left = self.left.saturating_sub(t.elapsed());
+        if found {
             return false;
         }
         if crate::expr::eval::contradictory(pool, f) {

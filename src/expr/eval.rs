@@ -40,6 +40,9 @@ enum ArrayBase {
     Const(u64),
     /// An input array: element `i` is a pseudo-random function of (seed, i), masked to `elem` bits.
     Seeded { seed: u64, elem: u32 },
+    /// Bytes of memory holding `value` as a little-endian 4-byte word at every multiple of 4
+    /// (an `int` array whose every element is `value`).
+    Words(u64),
 }
 
 impl ArrayValue {
@@ -49,6 +52,7 @@ impl ArrayValue {
         }
         match self.base {
             ArrayBase::Const(v) => v,
+            ArrayBase::Words(value) => (value >> (8 * (i % 4))) & 0xff,
             ArrayBase::Seeded { seed, elem } => super::mask(elem, small_biased(mix(seed ^ mix(i)))),
         }
     }
@@ -426,6 +430,12 @@ impl Assignment for Trial {
             }
             // Every other trial, all arrays hold one small nonzero value everywhere, so that
             // reads of different cells or arrays can be equal (`A[j] = H[k]`).
+            // Every fourth, memory holds `int`s equal to a constant of the formula (`A[i] = 1`
+            // read as 4 bytes).
+            Sort::Array { elem: 8, .. } if self.seed % 4 == 2 && !self.constants.is_empty() => Value::Array(Rc::new(ArrayValue {
+                base: ArrayBase::Words(self.constants[(mix(self.seed) >> 8) as usize % self.constants.len()] & 0xffff_ffff),
+                writes: HashMap::new(),
+            })),
             Sort::Array { elem, .. } if self.seed >= 2 && self.seed % 2 == 0 => Value::Array(Rc::new(ArrayValue {
                 base: ArrayBase::Const(super::mask(elem, 1 + (mix(self.seed) & 3))),
                 writes: HashMap::new(),
@@ -598,6 +608,16 @@ mod tests {
             satisfiable_by_trial(&p, eq, 16),
             "constants of the formula are tried"
         );
+        // An `int` array element equal to a constant: 4 bytes at once.
+        let a = p.symbol("A", Sort::MEMORY, SymbolKind::Input);
+        let i64_ = p.zext(i, 64);
+        let four = p.bv(64, 4);
+        let at = p.bin(BvOp::Mul, i64_, four);
+        let elem = p.load(a, at, 32);
+        let one = p.bv(32, 1);
+        let is_one = p.cmp(IntPredicate::Eq, elem, one);
+        let g = p.and([lt, is_one]);
+        assert!(satisfiable_by_trial(&p, g, 32), "int arrays of a constant are tried");
         let zero = p.bv(32, 0);
         let never = p.cmp(IntPredicate::Ult, i, zero);
         assert!(!satisfiable_by_trial(&p, never, 64));

@@ -200,7 +200,6 @@ fn stream_reads(pool: &ExprPool, root: ExprId, stream: Option<ExprId>) -> Option
     constant.then_some(out)
 }
 
-/// SMT-LIB assertions as one formula (`None`: none).
 /// Nodes of the DAG under `root`.
 fn dag_size(pool: &ExprPool, root: ExprId) -> usize {
     let mut n = 0;
@@ -279,14 +278,7 @@ impl Guide {
         // a path makes. The engine cannot tell those apart while running: no constraint.
         let all: Vec<(BlockId, BTreeSet<BlockId>)> = loops.iter().map(|l: &GuidedLoop| (l.header, l.blocks.clone())).collect();
         loops.retain(|l| !all.iter().any(|(h, bs)| *h != l.header && bs.contains(&l.header)));
-        let quantified = apc_formula.is_some_and(|f| {
-            let mut q = false;
-            crate::expr::visit(&pool, f, |_, node| {
-                q |= matches!(node, Expr::Forall(..) | Expr::Exists(..));
-                !q
-            });
-            q
-        });
+        let quantified = apc_formula.is_some_and(|f| crate::expr::quantified(&pool, f));
         debug!(loops = loops.len(), quantified, apc_nodes, skeleton_nodes = skeleton.map_or(0, |s| dag_size(&pool, s)), "DSE guide built");
         Some(Guide { names, pool, apc: apc_formula, skeleton, apc_stream_reads, skeleton_stream_reads, loops })
     }

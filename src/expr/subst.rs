@@ -93,6 +93,16 @@ pub fn mentions(pool: &ExprPool, e: ExprId, symbols: &[ExprId]) -> bool {
     false
 }
 
+/// Whether `e` contains a quantifier.
+pub fn quantified(pool: &ExprPool, e: ExprId) -> bool {
+    let mut found = false;
+    visit(pool, e, |_, node| {
+        found |= matches!(node, super::Expr::Forall(..) | super::Expr::Exists(..));
+        !found
+    });
+    found
+}
+
 /// Calls `f` on every node of `root` once (shared subterms once), parents before children;
 /// stops early when `f` returns `false`.
 pub fn visit(pool: &ExprPool, root: ExprId, mut f: impl FnMut(ExprId, &super::Expr) -> bool) {

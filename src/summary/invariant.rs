@@ -112,7 +112,7 @@ pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopV
     }
     // Quantified tests (inner loops' looping conditions) leave the premises: the checks are then
     // stronger than needed, and quick (Z3 spent its whole limit on them and answered unknown).
-    let plain: Vec<Vec<ExprId>> = steps.iter().map(|s| s.tests.iter().copied().filter(|&t| !quantified(pool, t)).collect()).collect();
+    let plain: Vec<Vec<ExprId>> = steps.iter().map(|s| s.tests.iter().copied().filter(|&t| !crate::expr::quantified(pool, t)).collect()).collect();
     let steps: Vec<Step> = steps.iter().zip(&plain).map(|(s, tests)| Step { tests, values: s.values.clone() }).collect();
     let steps = &steps[..];
     // Integer variables whose every iteration gives them a value.
@@ -366,16 +366,6 @@ fn array_candidates(
         }
     }
     out
-}
-
-/// Whether `e` contains a quantifier.
-fn quantified(pool: &ExprPool, e: ExprId) -> bool {
-    let mut found = false;
-    crate::expr::visit(pool, e, |_, node| {
-        found |= matches!(node, Expr::Forall(..) | Expr::Exists(..));
-        !found
-    });
-    found
 }
 
 /// The candidates without duplicates and constants.

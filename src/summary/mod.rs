@@ -1249,15 +1249,15 @@ impl CheckBudget {
         if self.left.is_zero() {
             return false;
         }
+        if crate::expr::eval::contradictory(pool, f) {
+            return true;
+        }
         // The trials' time is charged too: on a large formula they are not free.
         let t = std::time::Instant::now();
         let found = crate::expr::eval::satisfiable_by_trial(pool, f, TRIALS);
         self.left = self.left.saturating_sub(t.elapsed());
         if found {
             return false;
-        }
-        if crate::expr::eval::contradictory(pool, f) {
-            return true;
         }
         matches!(self.check(pool, f, limit_ms, false, |_| ()), Some(crate::solve::Outcome::Unsat))
     }

@@ -43,6 +43,13 @@ fn a_buffer_and_its_length_give_a_small_witness() {
     let len = input(&r, "len")["value"].as_u64().unwrap();
     let bytes = input(&r, "buf")["bytes"].as_array().unwrap().len() as u64;
     assert!(len <= bytes && bytes <= len + 64, "the buffer is as long as len says: {r:#}");
+    // The apc engine's model is the least one: four key characters, '=', and `len > 5` = 6.
+    let line = line_of(&lib(), "a four-letter key");
+    let r = json_report(&lib(), &["--function", "key_length", "--line", &line, "--timeout", "60", "--engine", "apc"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(input(&r, "len")["value"], 6, "the least length: {r:#}");
+    let sum: u64 = r["witness"]["counters"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(sum, 4, "four iterations of the key loop: {r:#}");
 }
 
 #[test]

@@ -365,3 +365,41 @@ fn bytes_in_front_of_a_string_are_inputs() {
     let r = json_report(&p.path, &["--function", "twin", "--call", "reach_error", "--timeout", "30"]);
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
+
+/// Issue 12, minimal witnesses: the model asked for is the one with the fewest loop iterations
+/// (the least sum of path counters), so a loop whose count comes from an input runs just as
+/// often as the target needs, and a scanned buffer is just as long.
+#[test]
+fn witnesses_run_their_loops_no_more_often_than_the_target_needs() {
+    let src = "#include <stddef.h>
+int grow(int n) {
+  int i = 0, s = 0;
+  while (i < n) { s += 3; i++; }
+  if (s > 100)
+    return 1;
+  return 0;
+}
+int count_a(const char *p, size_t len) {
+  unsigned c = 0;
+  for (size_t k = 0; k < len; k++)
+    if (p[k] == 'a')
+      c++;
+  if (c >= 3)
+    return 1;
+  return 0;
+}
+";
+    let p = c_program("minimal", src);
+    let r = json_report(&p.path, &["--function", "grow", "--line", "minimal.c:6", "--timeout", "30", "--engine", "apc"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["inputs"][0]["value"], 34, "the least n with 3n > 100: {r:#}");
+    let counters: u64 = r["witness"]["counters"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(counters, 34, "{r:#}");
+
+    let r = json_report(&p.path, &["--function", "count_a", "--line", "minimal.c:15", "--timeout", "30", "--engine", "apc"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let inputs = r["witness"]["inputs"].as_array().unwrap();
+    assert_eq!(inputs[1]["value"], 3, "three bytes, all 'a': {r:#}");
+    let bytes: Vec<u64> = inputs[0]["bytes"].as_array().unwrap().iter().take(3).map(|b| b.as_u64().unwrap()).collect();
+    assert_eq!(bytes, vec![97, 97, 97], "{r:#}");
+}

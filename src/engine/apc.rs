@@ -38,6 +38,14 @@ const SMALL_COUNT: u64 = 1 << 16;
 /// ai_listing3, 0.4 s under AddressSanitizer; replaying the large model would take seconds.
 const SMALL_COUNT_QUERY: Duration = Duration::from_millis(1500);
 
+/// Path counters (and length parameters tied to buffers) whose sum in a model is at most this
+/// are left as they are; above it the solver is asked for the model with the smallest sum
+/// ([`solve::Objective`]): users read the witness and keep it as a regression test, and a loop
+/// run 134,217,728 times where 34 would do also takes seconds to replay.
+const MINIMAL_ENOUGH: u64 = 4;
+/// How long that search may take, at most (and at most an eighth of the time left).
+const MINIMISE_BUDGET: Duration = Duration::from_millis(400);
+
 /// What one model yields: the witness, the values of the path counters, and the arguments and
 /// result of each `--pure` call (`apc.inputs.pure_calls`, in order).
 type ModelData = (Witness, BTreeMap<String, u64>, Vec<(Vec<u64>, u64)>);
@@ -146,19 +154,29 @@ impl ApcEngine {
             let primary = p.or(apc.backbones.iter().filter(|b| b.target.is_some_and(|t| t < real)).map(|b| b.formula));
             hints.push(primary);
         }
-        hints.extend({
-            let p = Arc::make_mut(&mut pool);
+        // The length parameters tied to buffers: kept small twice, by a preference and by the
+        // objective (with the path counters) of every model.
+        let lengths: Vec<(ExprId, u32)> = {
             let params = &program.function.params;
             witness::length_ties(&program)
                 .into_iter()
                 .filter_map(|(_, l)| {
                     let Ty::Int(w) = params[l].ty else { return None };
-                    let s = apc.inputs.param_input(&params[l].name)?;
+                    Some((apc.inputs.param_input(&params[l].name)?, w))
+                })
+                .collect()
+        };
+        hints.extend({
+            let p = Arc::make_mut(&mut pool);
+            lengths
+                .iter()
+                .map(|&(s, w)| {
                     let bound = p.bv(w, witness::PREFERRED_MAX_LEN.min(crate::expr::mask(w, u64::MAX)));
-                    Some(p.cmp(IntPredicate::Ule, s, bound))
+                    p.cmp(IntPredicate::Ule, s, bound)
                 })
                 .collect::<Vec<_>>()
         });
+        let small_terms: Vec<ExprId> = counters.iter().copied().chain(lengths.iter().map(|&(s, _)| s)).collect();
         hints.extend(apc.hints.iter().copied());
         let mut models = 0u32;
         let timing = |out: &mut EngineResult, key: &str, secs: f64| {
@@ -177,7 +195,9 @@ impl ApcEngine {
             let p = Arc::make_mut(&mut pool);
             let facts = p.and(std::iter::once(apc.formula).chain(lemmas.iter().copied()));
             let base = p.and(std::iter::once(facts).chain(blocking.iter().chain(hints.iter()).copied()));
-            let mut queries = vec![solve::Query::exact("solve_apc", base)];
+            let objective = solve::Objective { terms: small_terms.clone(), above: MINIMAL_ENOUGH, budget: (cx.left() / 8).min(MINIMISE_BUDGET) };
+            let minimising = |q: solve::Query| if small_terms.is_empty() { q } else { q.minimising(objective.clone()) };
+            let mut queries = vec![minimising(solve::Query::exact("solve_apc", base))];
             // Nonlinear terms (`a·κ` of an accumulator `s += a`, `n·(n+1)`) are where Z3's
             // bit-blasting gives up: an abstraction that leaves them uninterpreted proves many
             // such APCs unsatisfiable at once (it can only prove, never give a model).
@@ -207,7 +227,7 @@ impl ApcEngine {
                         let bounds: Vec<ExprId> = counters.iter().map(|&c| p.cmp(IntPredicate::Ult, c, kk)).collect();
                         bounded = Some(p.and([consistent].into_iter().chain(lemmas.iter().chain(blocking.iter()).chain(hints.iter()).copied()).chain(bounds)));
                     }
-                    queries.push(solve::Query::exact("solve_apc_k", unfolded));
+                    queries.push(minimising(solve::Query::exact("solve_apc_k", unfolded)));
                 }
                 timing(out, "unfold", tu.elapsed().as_secs_f64());
             }
@@ -293,7 +313,7 @@ impl ApcEngine {
                     let first = match bounded {
                         Some(q) if first.1.values().any(|&c| c > SMALL_COUNT) => {
                             let limit = (cx.left() / 4).min(SMALL_COUNT_QUERY);
-                            let results = solve::race_until(pool.clone(), vec![solve::Query::exact("solve_apc_k_bounded", q)], limit, extract.clone(), cx.cancel);
+                            let results = solve::race_until(pool.clone(), vec![minimising(solve::Query::exact("solve_apc_k_bounded", q))], limit, extract.clone(), cx.cancel);
                             let mut first = Some(first);
                             for r in results {
                                 timing(out, &r.name, r.answer.seconds);
@@ -339,7 +359,7 @@ impl ApcEngine {
                         if let (false, Some(b)) = (refined, bounded) {
                             refined = true;
                             let left = (cx.left() / 2).min(Duration::from_secs(10));
-                            let results = solve::race_until(pool.clone(), vec![solve::Query::exact("solve_apc_k_bounded", b)], left, extract.clone(), cx.cancel);
+                            let results = solve::race_until(pool.clone(), vec![minimising(solve::Query::exact("solve_apc_k_bounded", b))], left, extract.clone(), cx.cancel);
                             for r in results {
                                 timing(out, &r.name, r.answer.seconds);
                                 if let Outcome::Sat(data) = r.answer.outcome {

@@ -45,18 +45,39 @@ pub struct Query {
     /// thousands of clauses and often cannot refute `a·κ ≠ n·a` even once it knows κ = n; with
     /// the function, congruence closes it in milliseconds.
     pub nonlinear_as_functions: bool,
+    /// After a model: look for one with a smaller objective (see [`Objective`]).
+    pub objective: Option<Objective>,
 }
 
 impl Query {
     /// A query solved as it is.
     pub fn exact(name: impl Into<String>, formula: ExprId) -> Query {
-        Query { name: name.into(), formula, nonlinear_as_functions: false }
+        Query { name: name.into(), formula, nonlinear_as_functions: false, objective: None }
     }
 
     /// A query whose nonlinear operations are uninterpreted (only *unsat* counts).
     pub fn nonlinear_as_functions(name: impl Into<String>, formula: ExprId) -> Query {
-        Query { name: name.into(), formula, nonlinear_as_functions: true }
+        Query { name: name.into(), formula, nonlinear_as_functions: true, objective: None }
     }
+
+    /// The same query, minimising `objective` once it has a model.
+    pub fn minimising(mut self, objective: Objective) -> Query {
+        self.objective = Some(objective);
+        self
+    }
+}
+
+/// What a model should keep small: the sum of unsigned bit-vector `terms` (the path counters:
+/// a witness whose loops run 34 times instead of 134,217,728, whose string has 3 bytes instead
+/// of 26). Once the query has a model whose sum exceeds `above`, the same solver (incrementally)
+/// is asked for models with every term and their sum at most `s`, for `s` = 0, 1, 3, 7, ... up
+/// to the first model, then by bisection, for at most `budget` in all; the smallest model found
+/// is the answer. It only ever replaces a model by another model of the same formula.
+#[derive(Clone, Debug)]
+pub struct Objective {
+    pub terms: Vec<ExprId>,
+    pub above: u64,
+    pub budget: Duration,
 }
 
 /// Whether `op` with these operands is a nonlinear operation ([`Query::nonlinear_as_functions`]).
@@ -180,6 +201,25 @@ fn check_until<T>(
     stopped: &dyn Fn() -> bool,
     extract: impl FnOnce(&mut ModelView) -> T,
 ) -> Answer<T> {
+    // Without an objective the model is read once.
+    let mut once = Some(extract);
+    check_minimising(pool, formula, kind, nonlinear_as_functions, timeout, None, stopped, &|| {}, &mut |m| (once.take().expect("one model without an objective"))(m))
+}
+
+/// [`check_until`], and on a model, the search for a smaller one of `objective` (announced by
+/// calling `minimising` first).
+#[allow(clippy::too_many_arguments)]
+fn check_minimising<T>(
+    pool: &ExprPool,
+    formula: ExprId,
+    kind: SolverKind,
+    nonlinear_as_functions: bool,
+    timeout: Option<Duration>,
+    objective: Option<&Objective>,
+    stopped: &dyn Fn() -> bool,
+    minimising: &dyn Fn(),
+    extract: &mut dyn FnMut(&mut ModelView) -> T,
+) -> Answer<T> {
     let start = Instant::now();
     let interrupted = |start: Instant| Answer { outcome: Outcome::Unknown("interrupted".into()), seconds: start.elapsed().as_secs_f64() };
     if stopped() {
@@ -206,7 +246,14 @@ fn check_until<T>(
         z3::SatResult::Sat => match solver.get_model() {
             Some(model) => {
                 let mut view = ModelView { model, tr };
-                Outcome::Sat(extract(&mut view))
+                let first = extract(&mut view);
+                match objective {
+                    Some(o) => {
+                        minimising();
+                        Outcome::Sat(minimise(&solver, view, first, o, stopped, extract))
+                    }
+                    None => Outcome::Sat(first),
+                }
             }
             None => Outcome::Unknown("interrupted".into()),
         },
@@ -216,6 +263,84 @@ fn check_until<T>(
         }
     };
     Answer { outcome, seconds: start.elapsed().as_secs_f64() }
+}
+
+/// The search of [`Objective`]: `view` is the solver's first model and `first` what `extract`
+/// made of it. Every check is incremental (push, bound, check, pop) and has the budget left as its
+/// timeout; a timeout, an interrupt or an unknown ends the search with the best model so far.
+fn minimise<T>(
+    solver: &z3::Solver,
+    view: ModelView,
+    first: T,
+    objective: &Objective,
+    stopped: &dyn Fn() -> bool,
+    extract: &mut dyn FnMut(&mut ModelView) -> T,
+) -> T {
+    let started = Instant::now();
+    let end = started + objective.budget;
+    let ModelView { model, mut tr } = view;
+    let terms: Vec<BV> = objective.terms.iter().filter_map(|&t| tr.translate(t).as_bv()).collect();
+    if terms.is_empty() || terms.len() > 1 << 8 {
+        return first;
+    }
+    // The sum is taken 8 bits wider than the widest term, so that it cannot wrap around.
+    let width = terms.iter().map(|t| t.get_size()).max().unwrap_or(1) + 8;
+    let wide: Vec<BV> = terms.iter().map(|t| t.zero_ext(width - t.get_size())).collect();
+    let sum = wide.iter().skip(1).fold(wide[0].clone(), |a, b| a.bvadd(b));
+    let value_of = |m: &z3::Model| -> Option<u64> { m.eval(&sum, true).and_then(|v| v.as_u64()) };
+    // A sum past 64 bits counts as the largest value (any model found is then smaller).
+    let mut hi = value_of(&model).unwrap_or(u64::MAX);
+    if hi <= objective.above {
+        return first;
+    }
+    let mut best = first;
+    // Every value below `lo` is known to have no model; `hi` has one.
+    let (mut lo, mut probe, mut galloping) = (0u64, 0u64, true);
+    let mut checks = 0u32;
+    while lo < hi && !stopped() {
+        let left = end.saturating_duration_since(Instant::now());
+        if left < Duration::from_millis(2) {
+            break;
+        }
+        let s = if galloping { probe.min(hi - 1) } else { lo + (hi - lo) / 2 };
+        let bound = BV::from_u64(s, width);
+        let mut params = z3::Params::new();
+        params.set_u32("timeout", left.as_millis().clamp(1, u32::MAX as u128) as u32);
+        solver.set_params(&params);
+        solver.push();
+        for t in &wide {
+            solver.assert(&t.bvule(&bound));
+        }
+        solver.assert(&sum.bvule(&bound));
+        checks += 1;
+        let answer = solver.check();
+        let mut done = false;
+        match answer {
+            z3::SatResult::Sat if !stopped() => match solver.get_model() {
+                Some(model) => {
+                    hi = value_of(&model).unwrap_or(s).min(s);
+                    let mut view = ModelView { model, tr };
+                    best = extract(&mut view);
+                    tr = view.tr;
+                    galloping = false;
+                }
+                None => done = true,
+            },
+            z3::SatResult::Unsat => {
+                lo = s + 1;
+                if galloping {
+                    probe = probe.saturating_mul(2).saturating_add(1);
+                }
+            }
+            _ => done = true,
+        }
+        solver.pop(1);
+        if done {
+            break;
+        }
+    }
+    tracing::debug!(checks, smallest = hi, proved_least = lo, seconds = started.elapsed().as_secs_f64(), "objective minimised");
+    best
 }
 
 /// The Z3 context of one racing worker, as seen by the thread that interrupts it.
@@ -488,10 +613,15 @@ pub fn race_until<T: Send + 'static>(
     extract: ModelExtractor<T>,
     cancel: &std::sync::atomic::AtomicBool,
 ) -> Vec<RaceEntry<T>> {
+    use std::sync::atomic::Ordering;
     use std::sync::{mpsc, Arc, Mutex};
     let (tx, rx) = mpsc::channel::<RaceEntry<T>>();
     let mut workers = Workers { slots: vec![], handles: vec![], cancel };
-    for Query { name, formula, nonlinear_as_functions } in queries {
+    // The first worker with a model to minimise: it has won the race, so the others are
+    // stopped and leave it the cores for its minimisation.
+    let claimed = Arc::new(std::sync::atomic::AtomicUsize::new(usize::MAX));
+    for (index, Query { name, formula, nonlinear_as_functions, objective }) in queries.into_iter().enumerate() {
+        let claimed = claimed.clone();
         let slot = Arc::new(Mutex::new(Slot { state: WorkerState::Pending, stop: false }));
         workers.slots.push(slot.clone());
         let (pool, extract, tx) = (pool.clone(), extract.clone(), tx.clone());
@@ -504,7 +634,11 @@ pub fn race_until<T: Send + 'static>(
                 return;
             }
             let stopped = || slot.lock().unwrap_or_else(|e| e.into_inner()).stop;
-            let answer = check_until(&pool, formula, SolverKind::Portfolio, nonlinear_as_functions, None, &stopped, |m| extract(&pool, formula, m));
+            let claim = || {
+                let _ = claimed.compare_exchange(usize::MAX, index, Ordering::SeqCst, Ordering::SeqCst);
+            };
+            let answer =
+                check_minimising(&pool, formula, SolverKind::Portfolio, nonlinear_as_functions, None, objective.as_ref(), &stopped, &claim, &mut |m| extract(&pool, formula, m));
             // Before the context can go (the thread-local destructor deletes it once this closure
             // returned): from now on nobody may interrupt it.
             slot.lock().unwrap_or_else(|e| e.into_inner()).state = WorkerState::Done;
@@ -526,10 +660,17 @@ pub fn race_until<T: Send + 'static>(
     let deadline = Instant::now() + timeout.saturating_sub(margin);
     let mut done = vec![];
     let total = workers.handles.len();
-    while done.len() < total && !cancel.load(std::sync::atomic::Ordering::Relaxed) {
+    let mut others_stopped = false;
+    while done.len() < total && !cancel.load(Ordering::Relaxed) {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             break;
+        }
+        let winner = claimed.load(Ordering::SeqCst);
+        if winner != usize::MAX && !others_stopped {
+            others_stopped = true;
+            let others: Vec<SharedSlot> = workers.slots.iter().enumerate().filter(|(k, _)| *k != winner).map(|(_, s)| s.clone()).collect();
+            stop_all(&others);
         }
         // Answers wake this at once; the period only bounds how late a cancel is seen (another
         // engine's witness: every millisecond here is the portfolio's).
@@ -903,6 +1044,59 @@ mod race_tests {
         let cancelled_at = setter.join().unwrap();
         assert!(res.iter().all(|r| !r.answer.outcome.is_definite()), "no answer to a factoring query in 200 ms");
         assert!(cancelled_at.elapsed() < Duration::from_millis(500), "the race ran on {:?} after the cancel", cancelled_at.elapsed());
+    }
+
+    fn minimised(pool: ExprPool, queries: Vec<Query>, read: Vec<ExprId>) -> Vec<u64> {
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let res = race_until(Arc::new(pool), queries, Duration::from_secs(30), Arc::new(move |_, _, m: &mut ModelView| read.iter().map(|&e| m.eval(e).unwrap()).collect::<Vec<u64>>()), &cancel);
+        match res.into_iter().last().map(|r| r.answer.outcome) {
+            Some(Outcome::Sat(v)) => v,
+            other => panic!("expected a model, got {other:?}"),
+        }
+    }
+
+    /// The smallest counter whose wrapped product passes a bound, and the least sum of two
+    /// counters under constraints that have far larger models; terms near 2^64 whose sum would
+    /// wrap around do not count as small.
+    #[test]
+    fn an_objective_gives_the_model_with_the_least_sum() {
+        let mut p = ExprPool::new();
+        let k = p.symbol("k", Sort::Bv(64), SymbolKind::Kappa(1));
+        let (three, hundred, big) = (p.bv(64, 3), p.bv(64, 100), p.bv(64, 1 << 40));
+        let times3 = p.bin(BvOp::Mul, k, three);
+        let c = [p.cmp(IntPredicate::Ugt, times3, hundred), p.cmp(IntPredicate::Ult, k, big)];
+        let f = p.and(c);
+        let objective = Objective { terms: vec![k], above: 0, budget: Duration::from_secs(10) };
+        assert_eq!(minimised(p.clone(), vec![Query::exact("least-k", f).minimising(objective)], vec![k]), vec![34]);
+
+        let a = p.symbol("a", Sort::Bv(64), SymbolKind::Kappa(2));
+        let b = p.symbol("b", Sort::Bv(64), SymbolKind::Kappa(3));
+        let (two, seven, top) = (p.bv(64, 2), p.bv(64, 7), p.bv(64, u64::MAX - 3));
+        let sum = p.bin(BvOp::Add, a, b);
+        // a + b = 7 (mod 2^64) and a ≥ 2: least sum a + b = 7 (not a = 2^64 - 3, b = 10).
+        let c = [p.eq(sum, seven), p.cmp(IntPredicate::Uge, a, two), p.cmp(IntPredicate::Ne, a, top)];
+        let g = p.and(c);
+        let objective = Objective { terms: vec![a, b], above: 0, budget: Duration::from_secs(10) };
+        let v = minimised(p.clone(), vec![Query::exact("least-sum", g).minimising(objective.clone())], vec![a, b]);
+        assert_eq!(v[0] + v[1], 7, "{v:?}");
+        assert!(v[0] >= 2);
+        // Racing an unanswerable query: the model's worker stops it and still minimises.
+        let (hard, _) = factoring(&mut p);
+        let v = minimised(p, vec![Query::exact("least-hard", hard), Query::exact("least-raced", g).minimising(objective)], vec![a, b]);
+        assert_eq!(v[0] + v[1], 7, "{v:?}");
+    }
+
+    /// Below `above`, the first model is kept (no search).
+    #[test]
+    fn a_small_enough_model_is_kept() {
+        let mut p = ExprPool::new();
+        let k = p.symbol("k", Sort::Bv(64), SymbolKind::Kappa(1));
+        let (lo, hi) = (p.bv(64, 1), p.bv(64, 5));
+        let c = [p.cmp(IntPredicate::Uge, k, lo), p.cmp(IntPredicate::Ule, k, hi)];
+        let f = p.and(c);
+        let objective = Objective { terms: vec![k], above: 5, budget: Duration::from_secs(10) };
+        let v = minimised(p, vec![Query::exact("small", f).minimising(objective)], vec![k]);
+        assert!((1..=5).contains(&v[0]));
     }
 
     #[test]

@@ -50,6 +50,10 @@ fn a_buffer_and_its_length_give_a_small_witness() {
     assert_eq!(input(&r, "len")["value"], 6, "the least length: {r:#}");
     let sum: u64 = r["witness"]["counters"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(sum, 4, "four iterations of the key loop: {r:#}");
+    // The DSE's model of its target path too.
+    let r = json_report(&lib(), &["--function", "key_length", "--line", &line, "--timeout", "60", "--engine", "dse"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(input(&r, "len")["value"], 6, "the least length: {r:#}");
 }
 
 #[test]

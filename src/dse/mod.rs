@@ -27,7 +27,7 @@ use crate::ir::{Program, Ty};
 use crate::witness::{ParamInput, Witness};
 use exec::{Executor, Step};
 use solver::{PathSolver, Sat};
-use state::DseState;
+use state::{DseState, PathCondition};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -197,6 +197,38 @@ impl Incomplete {
     }
 }
 
+/// How long the search for the least tied lengths of a target path's model may take (see
+/// [`least_lengths`]).
+const LEAST_LENGTHS_BUDGET: Duration = Duration::from_millis(150);
+
+/// After a satisfiable `pc`: the model with the least sum of the length parameters tied to
+/// buffers (`tied_lengths`, see `witness::length_ties`), searched for briefly, so that the
+/// witness of a path that reads four bytes says `len = 6`, not `len = 16` (issue 12); the
+/// last model when there is nothing to minimise or no better one is found in time.
+fn least_lengths(solver: &mut PathSolver, pc: &PathCondition, tied_lengths: &[BV], deadline: Instant) -> Option<std::rc::Rc<z3::Model>> {
+    let first = solver.model()?;
+    let Some(bounded) = crate::solve::BoundedSum::new(tied_lengths) else { return Some(first) };
+    let hi = bounded.value(&first);
+    if hi <= 1 {
+        return Some(first);
+    }
+    let budget = LEAST_LENGTHS_BUDGET.min(deadline.saturating_duration_since(Instant::now()) / 8);
+    let mut best = first;
+    crate::solve::least_value(hi, budget, &|| false, |s, left| match solver.check_within(pc, &bounded.at_most(s), left.as_millis().max(1) as u32) {
+        Sat::Yes => match solver.model() {
+            Some(m) => {
+                let v = bounded.value(&m).min(s);
+                best = m;
+                crate::solve::Probe::Found(v)
+            }
+            None => crate::solve::Probe::Unknown,
+        },
+        Sat::No => crate::solve::Probe::Empty,
+        Sat::Unknown => crate::solve::Probe::Unknown,
+    });
+    Some(best)
+}
+
 /// Builds the witness of a satisfiable path condition from the solver's model.
 fn witness_of(program: &Program, names: &Names, exec: &Executor, st: &DseState, model: &z3::Model) -> Witness {
     let eval = |t: &BV| model.eval(t, true).and_then(|v| v.as_u64()).unwrap_or(0);
@@ -282,6 +314,14 @@ fn search_inner(
     let dist = distances(program);
     let prefer = prefer::Preferences::new(&program.function, &dist);
     let mut solver = PathSolver::with_clock(limits.deadline, clock);
+    // The length parameters tied to buffers, which a witness keeps as small as it can.
+    let tied_lengths: Vec<BV> = crate::witness::length_ties(program)
+        .into_iter()
+        .filter_map(|(_, l)| match program.function.params[l].ty {
+            Ty::Int(w) => Some(BV::new_const(names.params[l].as_str(), w)),
+            _ => None,
+        })
+        .collect();
     let mut exec = Executor { program, names: &names, stubbed: &limits.stubbed, stubbed_calls: Default::default(), inexact: None };
     let mut incomplete = Incomplete::default();
 
@@ -494,7 +534,7 @@ fn search_inner(
                                 break;
                             }
                         }
-                        let Some(model) = solver.model() else { break };
+                        let Some(model) = least_lengths(&mut solver, &pc, &tied_lengths, limits.deadline) else { break };
                         let w = witness_of(program, &names, &exec, &st, &model);
                         stats.models_tried += 1;
                         tried += 1;

@@ -458,6 +458,10 @@ struct Workers<'c> {
     cancel: &'c std::sync::atomic::AtomicBool,
 }
 
+/// How long a race past its deadline waits for the model of a worker interrupted while
+/// minimising it ([`Objective`]).
+const CLAIMED_GRACE: Duration = Duration::from_millis(500);
+
 /// How long [`Workers`] waits for interrupted workers before leaving them behind.
 const JOIN_GRACE: Duration = Duration::from_secs(2);
 /// The same after a cancel: Z3 often takes 0.3-0.5 s to notice an interrupt in a bit-blasting
@@ -710,6 +714,19 @@ pub fn race_until<T: Send + 'static>(
     while done.len() < total && !cancel.load(Ordering::Relaxed) {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
+            if claimed.load(Ordering::SeqCst) != usize::MAX {
+                // A worker is still minimising a model it already has: stop it and take the
+                // best model so far rather than none.
+                stop_all(&workers.slots);
+                let until = Instant::now() + CLAIMED_GRACE;
+                while let Ok(entry) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                    let definite = entry.answer.outcome.is_definite();
+                    done.push(entry);
+                    if definite {
+                        break;
+                    }
+                }
+            }
             break;
         }
         let winner = claimed.load(Ordering::SeqCst);
@@ -1146,6 +1163,34 @@ mod race_tests {
         assert!(asked.len() <= 7 + 6, "{asked:?}");
         let least = least_value(1000, Duration::from_secs(5), &|| false, |s, _| if s >= 500 { Probe::Found(s) } else if s < 100 { Probe::Empty } else { Probe::Unknown });
         assert_eq!(least, 1000, "the first unknown (at 127) ends the search");
+    }
+
+    /// A race that ends while its winner is still minimising (a probe that Z3 cannot decide)
+    /// returns the model found so far, not nothing.
+    #[test]
+    fn a_race_past_its_deadline_keeps_the_model_being_minimised() {
+        let mut p = ExprPool::new();
+        // A prime of 32 bits as a product of two factors > 1: no model, and no quick proof.
+        let x = p.symbol("x", Sort::Bv(64), SymbolKind::Input);
+        let y = p.symbol("y", Sort::Bv(64), SymbolKind::Input);
+        let (n, one, limit) = (p.bv(64, 4_294_967_291), p.bv(64, 1), p.bv(64, 1 << 32));
+        let xy = p.bin(BvOp::Mul, x, y);
+        let c = [p.eq(xy, n), p.cmp(IntPredicate::Ugt, x, one), p.cmp(IntPredicate::Ugt, y, one), p.cmp(IntPredicate::Ult, x, limit), p.cmp(IntPredicate::Ult, y, limit)];
+        let hard = p.and(c);
+        let k = p.symbol("k", Sort::Bv(64), SymbolKind::Kappa(1));
+        let five = p.bv(64, 5);
+        let easy = p.cmp(IntPredicate::Uge, k, five);
+        // k ≤ 4 needs the factoring: the first probe (k ≤ 0) runs until the race stops it.
+        let f = p.or([easy, hard]);
+        let objective = Objective { terms: vec![k], above: 0, budget: Duration::from_secs(60) };
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let start = Instant::now();
+        let res = race_until(Arc::new(p), vec![Query::exact("past-deadline", f).minimising(objective)], Duration::from_secs(2), Arc::new(move |_, _, m: &mut ModelView| m.eval(k).unwrap()), &cancel);
+        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        match res.into_iter().last().map(|r| r.answer.outcome) {
+            Some(Outcome::Sat(v)) => assert!(v >= 5, "{v}"),
+            other => panic!("the model was lost: {other:?}"),
+        }
     }
 
     /// Below `above`, the first model is kept (no search).

@@ -171,7 +171,17 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     report.invariants = result.invariants;
     report.engine = result.winner.map(|k| k.name().to_string());
     match result.finding {
-        Finding::Reached { mut witness, run, report: mut wr } => {
+        Finding::Reached { mut witness, mut run, report: mut wr } => {
+            let budget = config.reduce_budget_after(t0.elapsed()).min((t0 + config.timeout).saturating_duration_since(Instant::now()).saturating_sub(ENGINE_MARGIN));
+            if !budget.is_zero() {
+                progress.enter("reducing the witness");
+                let tr = Instant::now();
+                if let Some((w, r, reduction)) = reduce_witness(&loaded.program, &native, &witness, Instant::now() + budget) {
+                    (witness, run) = (w, r);
+                    wr = crate::report::WitnessReport { reduced: Some(reduction), ..crate::report::WitnessReport::replayed(&witness, &run, wr.models_tried, std::mem::take(&mut wr.counters)) };
+                }
+                report.timings.insert("reduce".into(), tr.elapsed().as_secs_f64());
+            }
             // As replayed (the user's buffer sizes, `--arg-size`).
             witness.fit_buffers(&f.params);
             crate::witness::fit_buffers(&mut wr.inputs, &f.params);
@@ -326,6 +336,48 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(u
         }
     }
     (Ok(batch), was_abandoned)
+}
+
+/// Makes `witness` (which reached the target) smaller before `deadline`, each candidate judged
+/// by a native run ([`crate::witness::reduce`]): the smaller witness, its run and what it took,
+/// or `None` when nothing smaller reached the target.
+fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBuild, witness: &Witness, deadline: Instant) -> Option<(Witness, RunOutcome, crate::report::Reduction)> {
+    use crate::witness::reduce::{self, Budget, Judgement};
+    /// Most candidates replayed.
+    const MAX_RUNS: u32 = 200;
+    /// A candidate's run may take this long: a cut can turn a loop endless, and that must not
+    /// eat the budget.
+    const CANDIDATE_WALL: std::time::Duration = std::time::Duration::from_secs(1);
+    let rp = native.get().ok()?;
+    let t = Instant::now();
+    let mut last_reaching: Option<RunOutcome> = None;
+    let mut judge = |w: &Witness| {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left < std::time::Duration::from_millis(20) {
+            return Judgement::Stop;
+        }
+        let wall = left.min(CANDIDATE_WALL);
+        let limits = crate::replay::Limits { wall, cpu_seconds: wall.as_secs() + 1, ..Default::default() };
+        match rp.run_with(w, limits) {
+            Ok(run) if run.reached.is_some() => {
+                last_reaching = Some(run);
+                Judgement::Reaches
+            }
+            Ok(_) => Judgement::Misses,
+            Err(_) => Judgement::Stop,
+        }
+    };
+    let shapes = crate::witness::buffer_shapes(program);
+    let reduced = reduce::reduce(witness, &shapes, Budget { deadline, max_runs: MAX_RUNS }, &mut judge);
+    info!(runs = reduced.runs, kept = reduced.kept, "witness reduced");
+    let run = last_reaching.filter(|_| reduced.kept > 0)?;
+    let reduction = crate::report::Reduction {
+        size_before: reduce::size(witness),
+        size_after: reduce::size(&reduced.witness),
+        replays: reduced.runs,
+        seconds: t.elapsed().as_secs_f64(),
+    };
+    Some((reduced.witness, run, reduction))
 }
 
 /// Writes `dot` to `path` (through Graphviz's `dot -Tsvg` for a `.svg` path), via a temporary

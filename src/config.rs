@@ -59,6 +59,22 @@ pub struct Config {
     /// Whether the report carries the APC's SMT-LIB text (the JSON report's `smtlib`); the human
     /// report, which never shows it, turns it off.
     pub smtlib: bool,
+    /// `--reduce SECS`: time for making a reaching witness smaller ([`crate::witness::reduce`]),
+    /// at most what the deadline leaves; `None` for the default (half the time the analysis
+    /// took, between [`REDUCE_MIN`] and [`REDUCE_MAX`]), zero for none.
+    pub reduce_budget: Option<Duration>,
+}
+
+/// Least default time for reducing a witness: a few replays even after a fast analysis.
+pub const REDUCE_MIN: Duration = Duration::from_millis(250);
+/// Most default time for reducing a witness.
+pub const REDUCE_MAX: Duration = Duration::from_secs(2);
+
+impl Config {
+    /// The time the witness reduction may take after an analysis that took `elapsed`.
+    pub fn reduce_budget_after(&self, elapsed: Duration) -> Duration {
+        self.reduce_budget.unwrap_or_else(|| (elapsed / 2).clamp(REDUCE_MIN, REDUCE_MAX))
+    }
 }
 
 impl Config {
@@ -87,6 +103,7 @@ impl Config {
             jobs: default_jobs(),
             pure_functions: vec![],
             smtlib: true,
+            reduce_budget: None,
         }
     }
 

@@ -71,6 +71,11 @@ struct Cli {
     /// Models to replay before answering unknown
     #[arg(long, value_name = "N", default_value_t = 8)]
     max_models: u32,
+    /// Seconds for making a witness that reached the target smaller (shorter buffers, smaller
+    /// numbers; every candidate kept is replayed natively), within --timeout; 0 turns it off
+    /// [default: half the time the analysis took, between 0.25 and 2]
+    #[arg(long, value_name = "SECS")]
+    reduce: Option<f64>,
     /// Engines raced for the answer, comma-separated: apc (abstract path condition: proofs and
     /// models), dse (directed symbolic execution pruned by the APC), fuzz (libFuzzer seeded by
     /// APC models; never proves), chc (the function as Horn clauses for Z3's Spacer: proves with
@@ -234,6 +239,12 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     config.ub_is_error = cli.ub_is_error;
     config.max_unfold_k = config.max_unfold_k.max(cli.unfold);
     config.max_models = cli.max_models;
+    if let Some(r) = cli.reduce {
+        if !(r.is_finite() && (0.0..=MAX_TIMEOUT_SECS).contains(&r)) {
+            return Err(Error::bad_input(format!("--reduce must be a number of seconds between 0 and {MAX_TIMEOUT_SECS}, got {r}")));
+        }
+        config.reduce_budget = Some(Duration::from_secs_f64(r));
+    }
     if let Some(dir) = &cli.emit_tests {
         // Before the analysis: a verdict must never be lost to an unwritable directory.
         apc_llvm::report::emit::check_dir(dir)?;

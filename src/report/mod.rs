@@ -120,8 +120,23 @@ pub struct WitnessReport {
     /// How the replay ended (`exit 0`, `signal 11`, `timeout`).
     pub run: String,
     pub models_tried: u32,
-    /// Model values of the path counters.
+    /// Model values of the path counters: of the model the witness came from, before any
+    /// reduction (`reduced`), which may let the loops run fewer times.
     pub counters: BTreeMap<String, u64>,
+    /// How the witness was made smaller after it reached the target, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduced: Option<Reduction>,
+}
+
+/// What the witness reduction ([`crate::witness::reduce`]) did: the sizes are input bytes and
+/// values ([`crate::witness::reduce::size`]) before and after.
+#[derive(Clone, Debug, Serialize)]
+pub struct Reduction {
+    pub size_before: u64,
+    pub size_after: u64,
+    /// Candidates replayed.
+    pub replays: u32,
+    pub seconds: f64,
 }
 
 impl WitnessReport {
@@ -135,6 +150,7 @@ impl WitnessReport {
             run: run.status.clone(),
             models_tried,
             counters,
+            reduced: None,
         }
     }
 }
@@ -285,6 +301,9 @@ impl Report {
         }
         if let Some(w) = &self.witness {
             let _ = writeln!(out, "\nwitness (model {}, replay: {}):", w.models_tried, w.run);
+            if let Some(r) = &w.reduced {
+                let _ = writeln!(out, "  (reduced from {} to {} input bytes and values in {} replays)", r.size_before, r.size_after, r.replays);
+            }
             for i in &w.inputs {
                 match i {
                     crate::witness::ParamInput::Int { name, width, value } => {

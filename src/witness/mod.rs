@@ -1,5 +1,8 @@
 //! Turning a model of the APC into concrete inputs: parameter values, the bytes of the buffers
-//! behind pointer parameters, and the sequence of `__VERIFIER_nondet_*` results.
+//! behind pointer parameters, and the sequence of `__VERIFIER_nondet_*` results; and making a
+//! witness that reached the target smaller ([`reduce`]).
+
+pub mod reduce;
 
 use crate::apc::Apc;
 use crate::expr::{children_of, Expr, ExprId, ExprPool};
@@ -114,6 +117,19 @@ fn loads_in(pool: &ExprPool, root: ExprId) -> Vec<(ExprId, ExprId, u32)> {
         stack.extend(children_of(node));
     }
     out
+}
+
+/// How each parameter of `program`'s function may be cut by [`reduce`]: its tied length
+/// parameter, and whether the user sized it (`--arg-size`).
+pub fn buffer_shapes(program: &Program) -> Vec<reduce::BufferShape> {
+    let ties = length_ties(program);
+    program
+        .function
+        .params
+        .iter()
+        .enumerate()
+        .map(|(k, p)| reduce::BufferShape { length_param: ties.iter().find(|(b, _)| *b == k).map(|(_, l)| *l), fixed: p.buffer_bytes.is_some() })
+        .collect()
 }
 
 /// Largest length a tied length parameter is first asked to stay within (see [`length_ties`]).

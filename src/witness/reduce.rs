@@ -1,0 +1,436 @@
+//! Witness reduction: a witness that reached the target is made smaller, whichever engine found
+//! it, by trying smaller candidates and keeping each one that still reaches the target.
+//!
+//! The engines' witnesses can be far larger than the target needs: the DSE's model for the path
+//! it happened to take (`[[][][][][[9` where `[[[9` suffices), a fuzzer's input, bytes the solver
+//! left at its default value (Hello: `"Hello"` followed by 315 `'l'`s). Only a run tells which
+//! parts matter, so the reduction is a delta-debugging search over candidates judged by an
+//! oracle, the native replay (see `analysis`): nothing here knows the program, and a candidate
+//! is kept only when a real run of it entered the target. The verdict is never at stake (the
+//! witness before reduction already reached the target); only the inputs reported get smaller.
+//!
+//! The steps, each repeated while it makes progress and the budget lasts:
+//! 1. buffers: the shortest prefix that still reaches (galloping 0, 1, 2, 4, … then
+//!    bisecting), then removing chunks of halving size (ddmin); a length parameter tied to the
+//!    buffer ([`crate::ir::length_ties`]) loses as many as were removed below it;
+//! 2. integers: 0, else the smallest magnitude found by bisection towards 0;
+//! 3. the nondet stream: the shortest prefix, then each value like an integer.
+//!
+//! Buffers keep the representation every engine uses: the data, then [`BUFFER_SLACK`] zeros.
+//! Bytes in front of the address passed (`front`), buffers the user sized (`--arg-size`) and
+//! buffers holding pointer slots are cut only where that cannot move what they hold.
+
+use super::{ParamInput, Pointee, Witness, BUFFER_SLACK};
+use std::time::Instant;
+
+/// What the oracle said of a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judgement {
+    /// A run of the candidate entered the target.
+    Reaches,
+    /// It ran and did not.
+    Misses,
+    /// No answer (no time left, the run could not start): the reduction stops.
+    Stop,
+}
+
+/// How much a reduction may spend.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    pub deadline: Instant,
+    /// Most candidates run.
+    pub max_runs: u32,
+}
+
+/// A buffer parameter's constraints on cutting it.
+#[derive(Clone, Debug, Default)]
+pub struct BufferShape {
+    /// The index of the integer parameter holding its length, if one is tied to it.
+    pub length_param: Option<usize>,
+    /// Its size was given by the user (`--arg-size`): its length stays.
+    pub fixed: bool,
+}
+
+/// The result: the smallest witness found and what it took.
+#[derive(Clone, Debug)]
+pub struct Reduced {
+    pub witness: Witness,
+    /// Candidates run.
+    pub runs: u32,
+    /// Candidates kept (each one smaller than the one before).
+    pub kept: u32,
+}
+
+/// Reduces `w` (which reached the target) with `judge` deciding each candidate, within
+/// `budget`. `shapes[k]` describes parameter `k` when it is a buffer.
+pub fn reduce(w: &Witness, shapes: &[BufferShape], budget: Budget, judge: &mut dyn FnMut(&Witness) -> Judgement) -> Reduced {
+    // Candidates derive from the canonical form (data + slack), which is not run on its own:
+    // unless some candidate was kept (and so ran), the witness stays as it was.
+    let mut r = Reducer { best: canonical(w), runs: 0, kept: 0, budget, stopped: false, judge };
+    // A second round only when the first one cut something (a shorter buffer can let its
+    // length shrink further, a smaller length can let bytes go); never more than two, as
+    // every round retries the candidates that failed before.
+    for _round in 0..2 {
+        let before = r.kept;
+        for k in 0..r.best.params.len() {
+            r.buffer(k, shapes.get(k).cloned().unwrap_or_default());
+        }
+        for k in 0..r.best.params.len() {
+            r.integer(k);
+        }
+        r.nondet();
+        if r.kept == before || r.stopped {
+            break;
+        }
+    }
+    let witness = if r.kept > 0 { r.best } else { w.clone() };
+    Reduced { witness, runs: r.runs, kept: r.kept }
+}
+
+/// The size of a witness as a user sees it: buffer data bytes (slack and pointees included),
+/// nondet values, and the bytes of non-zero integers' magnitudes.
+pub fn size(w: &Witness) -> u64 {
+    fn pointees(p: &[Pointee]) -> u64 {
+        p.iter().map(|p| data(&p.bytes).len() as u64 + pointees(&p.pointees)).sum()
+    }
+    let params: u64 = w
+        .params
+        .iter()
+        .map(|p| match p {
+            ParamInput::Buffer { bytes, pointees: ps, .. } => data(bytes).len() as u64 + pointees(ps),
+            ParamInput::Int { width, value, .. } => magnitude(*width, *value).checked_ilog2().map_or(0, |b| b as u64 / 8 + 1),
+            ParamInput::Zero { .. } => 0,
+        })
+        .sum();
+    params + w.nondet.len() as u64
+}
+
+struct Reducer<'a> {
+    best: Witness,
+    runs: u32,
+    kept: u32,
+    budget: Budget,
+    stopped: bool,
+    judge: &'a mut dyn FnMut(&Witness) -> Judgement,
+}
+
+impl Reducer<'_> {
+    /// Runs `candidate`; keeps it when it reaches.
+    fn try_keep(&mut self, candidate: Witness) -> bool {
+        if self.stopped || self.runs >= self.budget.max_runs || Instant::now() >= self.budget.deadline {
+            self.stopped = true;
+            return false;
+        }
+        if candidate == self.best {
+            return false;
+        }
+        self.runs += 1;
+        match (self.judge)(&candidate) {
+            Judgement::Reaches => {
+                self.best = candidate;
+                self.kept += 1;
+                true
+            }
+            Judgement::Misses => false,
+            Judgement::Stop => {
+                self.stopped = true;
+                false
+            }
+        }
+    }
+
+    /// Cuts buffer parameter `k`: its shortest reaching prefix, then chunks.
+    fn buffer(&mut self, k: usize, shape: BufferShape) {
+        let Some(ParamInput::Buffer { bytes, pointees, front, .. }) = self.best.params.get(k) else { return };
+        if shape.fixed {
+            return;
+        }
+        // Nothing at or below a pointer slot moves: cuts start past the last one.
+        let floor = pointees.iter().map(|p| p.offset as usize + 8).max().unwrap_or(0).max(*front as usize);
+        let n = data(bytes).len();
+        if n <= floor {
+            return;
+        }
+        // The shortest prefix: gallop up from the floor, then bisect.
+        let (mut fails, mut works) = (None::<usize>, n);
+        let mut step = 0;
+        loop {
+            let keep = floor + step;
+            if keep >= works {
+                break;
+            }
+            if self.try_keep(self.cut(k, shape.length_param, keep, n - keep)) {
+                works = keep;
+                break;
+            }
+            if self.stopped {
+                return;
+            }
+            fails = Some(keep);
+            step = if step == 0 { 1 } else { step * 2 };
+        }
+        let mut lo = fails.map_or(floor, |f| f + 1);
+        while lo < works && !self.stopped {
+            let mid = lo + (works - lo) / 2;
+            let len = self.data_len(k);
+            if self.try_keep(self.cut(k, shape.length_param, mid, len - mid)) {
+                works = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        // Chunks of halving power-of-two sizes anywhere past the floor (ddmin's complement
+        // step; powers of two so that pairs, e.g. a `[]` or `][` of a nesting, get their turn).
+        let half = (self.data_len(k) - floor.min(self.data_len(k))) / 2;
+        let mut chunk = if half == 0 { 0 } else { 1 << half.ilog2() };
+        while chunk >= 1 && !self.stopped {
+            let mut at = floor;
+            while at + chunk <= self.data_len(k) && !self.stopped {
+                if !self.try_keep(self.cut(k, shape.length_param, at, chunk)) {
+                    at += chunk;
+                }
+            }
+            chunk /= 2;
+        }
+    }
+
+    fn data_len(&self, k: usize) -> usize {
+        match &self.best.params[k] {
+            ParamInput::Buffer { bytes, .. } => data(bytes).len(),
+            _ => 0,
+        }
+    }
+
+    /// The best witness with `count` data bytes of buffer `k` removed from index `at`, and its
+    /// tied length lowered by the removed bytes that lay below it.
+    fn cut(&self, k: usize, length_param: Option<usize>, at: usize, count: usize) -> Witness {
+        let mut w = self.best.clone();
+        if let ParamInput::Buffer { bytes, .. } = &mut w.params[k] {
+            let mut d = data(bytes).to_vec();
+            let end = (at + count).min(d.len());
+            d.drain(at.min(end)..end);
+            d.resize(d.len() + BUFFER_SLACK, 0);
+            *bytes = d;
+        }
+        if let Some(ParamInput::Int { width, value, .. }) = length_param.and_then(|l| w.params.get_mut(l)) {
+            let below = (*value as u128).min((at + count) as u128).saturating_sub(at as u128) as u64;
+            *value = value.wrapping_sub(below) & mask(*width);
+        }
+        w
+    }
+
+    /// Shrinks integer parameter `k` towards 0.
+    fn integer(&mut self, k: usize) {
+        let Some(ParamInput::Int { width, value, .. }) = self.best.params.get(k) else { return };
+        let (width, value) = (*width, *value);
+        self.least(width, value, |w, v| {
+            if let ParamInput::Int { value, .. } = &mut w.params[k] {
+                *value = v;
+            }
+        });
+    }
+
+    /// The shortest reaching prefix of the nondet stream, then each value towards 0.
+    fn nondet(&mut self) {
+        let n = self.best.nondet.len();
+        let (mut lo, mut works) = (0, n);
+        while lo < works && !self.stopped {
+            let mid = lo + (works - lo) / 2;
+            let mut w = self.best.clone();
+            w.nondet.truncate(mid);
+            if self.try_keep(w) {
+                works = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        for k in 0..self.best.nondet.len() {
+            let v = self.best.nondet[k];
+            self.least(64, v, |w, v| w.nondet[k] = v);
+        }
+    }
+
+    /// The value of least magnitude (as a `width`-bit two's complement number) that reaches,
+    /// set into the witness by `set`: 0 first, then bisection between 0 and `value`.
+    fn least(&mut self, width: u32, value: u64, set: impl Fn(&mut Witness, u64)) -> u64 {
+        let m = magnitude(width, value);
+        if m == 0 || self.stopped {
+            return value;
+        }
+        let negative = is_negative(width, value);
+        let of = |mag: u64| if negative { mag.wrapping_neg() & mask(width) } else { mag };
+        let candidate = |r: &Self, mag: u64| {
+            let mut w = r.best.clone();
+            set(&mut w, of(mag));
+            w
+        };
+        if self.try_keep(candidate(self, 0)) {
+            return 0;
+        }
+        // Bisection on the magnitude: (lo, hi] with hi reaching.
+        let (mut lo, mut hi) = (0u64, m);
+        while hi - lo > 1 && !self.stopped {
+            let mid = lo + (hi - lo) / 2;
+            if self.try_keep(candidate(self, mid)) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        of(hi)
+    }
+}
+
+/// `w` with every buffer as its data followed by exactly [`BUFFER_SLACK`] zeros.
+fn canonical(w: &Witness) -> Witness {
+    fn pointee(p: &Pointee) -> Pointee {
+        Pointee { offset: p.offset, bytes: with_slack(data(&p.bytes)), pointees: p.pointees.iter().map(pointee).collect() }
+    }
+    let mut w = w.clone();
+    for p in &mut w.params {
+        if let ParamInput::Buffer { bytes, pointees, .. } = p {
+            *bytes = with_slack(data(bytes));
+            *pointees = pointees.iter().map(pointee).collect();
+        }
+    }
+    w
+}
+
+fn with_slack(d: &[u8]) -> Vec<u8> {
+    let mut v = d.to_vec();
+    v.resize(d.len() + BUFFER_SLACK, 0);
+    v
+}
+
+/// The data part of a buffer: its bytes without the trailing zeros the slack stands for
+/// (exactly [`BUFFER_SLACK`] of them when there are that many, else all).
+pub fn data(bytes: &[u8]) -> &[u8] {
+    let zeros = bytes.iter().rev().take_while(|b| **b == 0).count();
+    &bytes[..bytes.len() - zeros.min(BUFFER_SLACK)]
+}
+
+fn mask(width: u32) -> u64 {
+    if width >= 64 { u64::MAX } else { (1u64 << width) - 1 }
+}
+
+fn is_negative(width: u32, value: u64) -> bool {
+    width > 1 && width <= 64 && (value >> (width - 1)) & 1 == 1
+}
+
+/// `value`'s distance from 0 as a `width`-bit two's complement number.
+fn magnitude(width: u32, value: u64) -> u64 {
+    let v = value & mask(width);
+    if is_negative(width, v) { v.wrapping_neg() & mask(width) } else { v }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn buf(name: &str, d: &[u8]) -> ParamInput {
+        ParamInput::Buffer { name: name.into(), bytes: with_slack(d), pointees: vec![], front: 0 }
+    }
+    fn int(name: &str, width: u32, value: u64) -> ParamInput {
+        ParamInput::Int { name: name.into(), width, value }
+    }
+    fn budget() -> Budget {
+        Budget { deadline: Instant::now() + Duration::from_secs(5), max_runs: 1000 }
+    }
+    fn bytes_of(w: &Witness, k: usize) -> Vec<u8> {
+        match &w.params[k] {
+            ParamInput::Buffer { bytes, .. } => data(bytes).to_vec(),
+            _ => panic!("not a buffer"),
+        }
+    }
+    fn value_of(w: &Witness, k: usize) -> u64 {
+        match &w.params[k] {
+            ParamInput::Int { value, .. } => *value,
+            _ => panic!("not an int"),
+        }
+    }
+
+    /// A bracket parser's target (a `[9` at nesting depth 2, within `len` bytes), as an oracle.
+    fn brackets(w: &Witness) -> Judgement {
+        let (s, len) = (bytes_of(w, 0), value_of(w, 1) as usize);
+        let mut depth = 0;
+        for (i, c) in s.iter().take(len).enumerate() {
+            match c {
+                b'[' if depth == 2 && s.get(i + 1) == Some(&b'9') && i + 1 < len => return Judgement::Reaches,
+                b'[' => depth += 1,
+                b']' => depth -= 1,
+                _ => {}
+            }
+        }
+        Judgement::Misses
+    }
+
+    #[test]
+    fn a_bracket_witness_loses_its_detours_and_its_length_follows() {
+        let w = Witness { params: vec![buf("s", b"[[][][][][[9"), int("len", 64, 12)], nondet: vec![] };
+        let r = reduce(&w, &[BufferShape { length_param: Some(1), fixed: false }, BufferShape::default()], budget(), &mut brackets);
+        assert_eq!(bytes_of(&r.witness, 0), b"[[[9");
+        assert_eq!(value_of(&r.witness, 1), 4);
+        assert!(r.kept > 0 && r.runs >= r.kept);
+    }
+
+    #[test]
+    fn a_string_search_keeps_the_string_and_drops_the_rest() {
+        let mut d = b"xxHello".to_vec();
+        d.extend(std::iter::repeat_n(b'l', 315));
+        let w = Witness { params: vec![buf("A", &d)], nondet: vec![] };
+        let mut judge = |w: &Witness| if bytes_of(w, 0).windows(5).any(|x| x == b"Hello") { Judgement::Reaches } else { Judgement::Misses };
+        let r = reduce(&w, &[BufferShape::default()], budget(), &mut judge);
+        assert_eq!(bytes_of(&r.witness, 0), b"Hello");
+        assert!(r.runs < 60, "{} runs", r.runs);
+    }
+
+    #[test]
+    fn integers_shrink_towards_zero_as_signed_numbers() {
+        // Reaches when x >= 34 and y <= -5 (32-bit), z anything.
+        let w = Witness { params: vec![int("x", 32, 134_217_728), int("y", 32, (-1_000_000i32) as u32 as u64), int("z", 8, 200)], nondet: vec![7, 1 << 40, 3] };
+        let mut judge = |w: &Witness| {
+            let (x, y) = (value_of(w, 0) as u32 as i32, value_of(w, 1) as u32 as i32);
+            if x >= 34 && y <= -5 && w.nondet.len() >= 2 && w.nondet[1] > 100 { Judgement::Reaches } else { Judgement::Misses }
+        };
+        let r = reduce(&w, &[], budget(), &mut judge);
+        assert_eq!(value_of(&r.witness, 0), 34);
+        assert_eq!(value_of(&r.witness, 1) as u32 as i32, -5);
+        assert_eq!(value_of(&r.witness, 2), 0);
+        assert_eq!(r.witness.nondet, vec![0, 101]);
+    }
+
+    #[test]
+    fn the_budget_and_the_oracle_stop_the_search_with_the_best_so_far() {
+        let w = Witness { params: vec![int("x", 64, 1000)], nondet: vec![] };
+        let r = reduce(&w, &[], Budget { deadline: Instant::now() + Duration::from_secs(5), max_runs: 3 }, &mut |w| if value_of(w, 0) >= 10 { Judgement::Reaches } else { Judgement::Misses });
+        assert_eq!(r.runs, 3);
+        assert!(value_of(&r.witness, 0) >= 10 && value_of(&r.witness, 0) < 1000);
+        let r = reduce(&w, &[], budget(), &mut |_| Judgement::Stop);
+        assert_eq!((r.runs, value_of(&r.witness, 0)), (1, 1000));
+    }
+
+    #[test]
+    fn fronts_pointer_slots_and_user_sizes_are_not_cut() {
+        let ptr = ParamInput::Buffer {
+            name: "p".into(),
+            bytes: with_slack(&[1; 24]),
+            pointees: vec![Pointee { offset: 8, bytes: with_slack(b"abc"), pointees: vec![] }],
+            front: 0,
+        };
+        let front = ParamInput::Buffer { name: "s".into(), bytes: with_slack(&[9, 9, 9, 9, 1, 2]), pointees: vec![], front: 4 };
+        let sized = buf("t", b"zzzz");
+        let w = Witness { params: vec![ptr, front, sized], nondet: vec![] };
+        let shapes = [BufferShape::default(), BufferShape::default(), BufferShape { length_param: None, fixed: true }];
+        let r = reduce(&w, &shapes, budget(), &mut |_| Judgement::Reaches);
+        assert_eq!(bytes_of(&r.witness, 0).len(), 16, "the pointer slot at 8..16 stays");
+        assert_eq!(bytes_of(&r.witness, 1), vec![9, 9, 9, 9], "the front stays");
+        assert_eq!(bytes_of(&r.witness, 2), b"zzzz", "--arg-size stays");
+    }
+
+    #[test]
+    fn sizes_count_data_values_and_magnitudes() {
+        let w = Witness { params: vec![buf("s", b"abc"), int("n", 32, 300), int("m", 32, u32::MAX as u64)], nondet: vec![1, 2] };
+        assert_eq!(size(&w), 3 + 2 + 1 + 2);
+    }
+}

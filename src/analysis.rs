@@ -85,47 +85,55 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         return Ok(report);
     }
 
-    progress.enter("building the abstract path condition");
-    let t2 = Instant::now();
-    let (apc, pool) = apc::ApcBuilder::new(&loaded.program, &structure).with_deadline(t0 + config.timeout).build();
-    if apc.timed_out {
-        report.verdict = Verdict::Unknown;
-        report.reason = "the time budget ran out while building the abstract path condition".into();
+    // Only the apc and dse engines read the APC: the others (fuzzing, Horn clauses) go on
+    // without it (a function whose APC is costly to build is no reason to wait for them).
+    let needs_apc = config.engines.iter().any(|e| matches!(e, EngineKind::Apc | EngineKind::Dse));
+    let (apc, pool) = if needs_apc {
+        progress.enter("building the abstract path condition");
+        let t2 = Instant::now();
+        let (apc, pool) = apc::ApcBuilder::new(&loaded.program, &structure).with_deadline(t0 + config.timeout).build();
+        if apc.timed_out {
+            report.verdict = Verdict::Unknown;
+            report.reason = "the time budget ran out while building the abstract path condition".into();
+            report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
+            return Ok(report);
+        }
+        report.apc = Some(Printer::new(&pool).print(apc.formula));
+        for (loop_id, summary) in &apc.summaries {
+            let (theta, phi) = summary.describe(&pool);
+            let l = &mut report.loops[loop_id.0 as usize];
+            l.iterated_state = theta.into_iter().collect();
+            l.looping_condition = Some(phi);
+            l.invariants = summary.invariants.describe();
+            l.counters = summary
+                .backbone_counters
+                .iter()
+                .map(|c| c.map_or_else(|| "infeasible".to_string(), |c| Printer::new(&pool).print(c)))
+                .collect();
+        }
+        if config.smtlib {
+            report.smtlib = Some(solve::smtlib(&pool, apc.formula));
+        }
         report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
-        return Ok(report);
-    }
-    report.apc = Some(Printer::new(&pool).print(apc.formula));
-    for (loop_id, summary) in &apc.summaries {
-        let (theta, phi) = summary.describe(&pool);
-        let l = &mut report.loops[loop_id.0 as usize];
-        l.iterated_state = theta.into_iter().collect();
-        l.looping_condition = Some(phi);
-        l.invariants = summary.invariants.describe();
-        l.counters = summary
-            .backbone_counters
-            .iter()
-            .map(|c| c.map_or_else(|| "infeasible".to_string(), |c| Printer::new(&pool).print(c)))
-            .collect();
-    }
-    if config.smtlib {
-        report.smtlib = Some(solve::smtlib(&pool, apc.formula));
-    }
-    let star_causes: Vec<String> = pool.star_causes().iter().cloned().collect();
-    report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
-    info!(nodes = pool.len(), "APC built");
-
-    let has_quantifiers = report.apc.as_deref().is_some_and(|s| s.contains('∀') || s.contains('∃'));
-    let guide = if config.engines.contains(&EngineKind::Dse) {
-        progress.enter("preparing the directed symbolic execution");
-        let tg = Instant::now();
-        let g = crate::dse::Guide::new(&loaded.program, &structure, &apc, &pool);
-        report.timings.insert("dse_guide".into(), tg.elapsed().as_secs_f64());
-        g
+        info!(nodes = pool.len(), "APC built");
+        (Some(apc), Some(pool))
     } else {
-        None
+        (None, None)
+    };
+    let star_causes: Vec<String> = pool.as_ref().map(|p| p.star_causes().iter().cloned().collect()).unwrap_or_default();
+    let has_quantifiers = report.apc.as_deref().is_some_and(|s| s.contains('∀') || s.contains('∃'));
+    let guide = match (&apc, &pool) {
+        (Some(apc), Some(pool)) if config.engines.contains(&EngineKind::Dse) => {
+            progress.enter("preparing the directed symbolic execution");
+            let tg = Instant::now();
+            let g = crate::dse::Guide::new(&loaded.program, &structure, apc, pool);
+            report.timings.insert("dse_guide".into(), tg.elapsed().as_secs_f64());
+            g
+        }
+        _ => None,
     };
     let mut guide = Some(guide);
-    let mut apc_parts = Some((apc, pool));
+    let mut apc_parts = apc.zip(pool);
     let engines: Vec<Box<dyn Engine>> = config
         .engines
         .iter()

@@ -1,6 +1,8 @@
 //! Running untrusted native code in its own directory, confined, with limits.
 //!
-//! The run is started with a raw `clone` system call, not `fork()`: the analyser is
+//! The run is started with a `clone` that shares the analyser's memory until `execve` (as
+//! `posix_spawn` does; a copy of the page tables of LLVM and Z3 cost 8–10 ms per run), not
+//! `fork()`: the analyser is
 //! multi-threaded (Z3 workers, other engines), and glibc's `fork()` runs the `pthread_atfork`
 //! handlers, which can wait forever on a lock a solver thread holds (issue 11: replays that hung
 //! for the whole budget). Between `clone` and `execve` the child makes raw system calls only
@@ -439,6 +441,23 @@ fn chown_tree(dir: &Path, uid: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The stack of the child between `clone` and `execve` (and of the init it stays when the
+/// program is not its own init): raw system calls in a few small frames.
+const CHILD_STACK_BYTES: usize = 256 << 10;
+
+/// The child's stack. Every normal return of [`execute`] comes after the child was reaped;
+/// should the parent unwind before that, the stack is leaked rather than freed under a child
+/// that may still run on it.
+struct ChildStack(Vec<u8>);
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            std::mem::forget(std::mem::take(&mut self.0));
+        }
+    }
+}
+
 /// Runs `job` to its end, its wall limit, its deadline or its cancellation.
 pub fn execute(job: &Job) -> std::io::Result<Exit> {
     use std::os::fd::AsRawFd;
@@ -507,12 +526,21 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
         flags |= libc::CLONE_NEWUSER;
     }
     let start = Instant::now();
-    // SAFETY: a fork-like clone (no CLONE_VM, no new stack): the child gets a copy of the
-    // address space and runs only `child`, which makes raw system calls and never returns.
-    let pid: libc::c_long = unsafe { libc::syscall(libc::SYS_clone, (flags | libc::SIGCHLD) as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
-    if pid == 0 {
-        unsafe { child(&plan) }
+    // The child shares the analyser's memory (CLONE_VM, as posix_spawn does) on a stack of its
+    // own: a fork-like copy costs page tables for every mapping of LLVM, Z3 and the solver
+    // threads, copied at the clone and torn down again at the execve (4–5 ms each, a third of a
+    // replay). `stack` and `plan` outlive the child's use of them: this function returns only
+    // after the child has exited (every path below reaps it), and the child touches nothing
+    // else but its own stack (raw system calls; a failing one writes this thread's errno, which
+    // nothing here reads until the child is gone).
+    let mut stack = ChildStack(vec![0u8; CHILD_STACK_BYTES]);
+    let top = (stack.0.as_mut_ptr() as usize + stack.0.len()) & !15;
+    extern "C" fn entry(plan: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `plan` is the `ChildPlan` of `execute`, alive until the child has exited.
+        unsafe { child(&*(plan as *const ChildPlan)) }
     }
+    // SAFETY: `entry` runs on `stack`, never returns, and makes raw system calls only.
+    let pid: libc::c_long = unsafe { libc::clone(entry, top as *mut libc::c_void, flags | libc::CLONE_VM | libc::SIGCHLD, &plan as *const ChildPlan as *mut libc::c_void) }.into();
     unsafe {
         libc::close(marker[1]);
         libc::close(error[1]);

@@ -67,19 +67,26 @@ pub fn reduce(w: &Witness, shapes: &[BufferShape], budget: Budget, judge: &mut d
     // Candidates derive from the canonical form (data + slack), which is not run on its own:
     // unless some candidate was kept (and so ran), the witness stays as it was.
     let mut r = Reducer { best: canonical(w), runs: 0, kept: 0, budget, stopped: false, judge };
-    // A second round only when the first one cut something (a shorter buffer can let its
-    // length shrink further, a smaller length can let bytes go); never more than two, as
-    // every round retries the candidates that failed before.
+    // A second round only when two or more inputs shrank in the first (a shorter buffer can
+    // let its length shrink further, a smaller length can let bytes go): each step ends at its
+    // own fixpoint, and a round retries every candidate that failed before (Hello World
+    // Microsoft's 22 needed bytes took 99 replays in two rounds, 50 in one).
     for _round in 0..2 {
-        let before = r.kept;
+        let mut progressed = 0;
+        let mut step = |r: &mut Reducer, f: &dyn Fn(&mut Reducer)| {
+            let before = r.kept;
+            f(r);
+            progressed += usize::from(r.kept > before);
+        };
         for k in 0..r.best.params.len() {
-            r.buffer(k, shapes.get(k).cloned().unwrap_or_default());
+            let shape = shapes.get(k).cloned().unwrap_or_default();
+            step(&mut r, &|r| r.buffer(k, shape.clone()));
         }
         for k in 0..r.best.params.len() {
-            r.integer(k);
+            step(&mut r, &|r| r.integer(k));
         }
-        r.nondet();
-        if r.kept == before || r.stopped {
+        step(&mut r, &|r| r.nondet());
+        if progressed < 2 || r.stopped {
             break;
         }
     }

@@ -61,6 +61,17 @@ fn a_struct_with_a_pointer_field_gets_a_buffer_behind_it() {
     let r = reach("skip_blanks_hoisted", "two tabs, hoisted");
     let p = input(&r, "p");
     assert_eq!(p["pointees"][0]["offset"], 0, "the text field points to a buffer: {r:#}");
+    // Reduced to the least witness: `len` (bytes 8..16) is 2, `pos` 0, the text two tabs.
+    let line = line_of(&lib(), "two tabs, hoisted");
+    let r = json_report(&lib(), &["--function", "skip_blanks_hoisted", "--line", &line, "--timeout", "60", "--reduce", "30"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let bytes = |v: &Value| -> Vec<u8> {
+        let b: Vec<u8> = v.as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8).collect();
+        b[..b.iter().rposition(|x| *x != 0).map_or(0, |p| p + 1)].to_vec()
+    };
+    let p = input(&r, "p");
+    assert_eq!(bytes(&p["bytes"]), [0, 0, 0, 0, 0, 0, 0, 0, 2], "{r:#}");
+    assert_eq!(bytes(&p["pointees"][0]["bytes"]), b"\t\t", "{r:#}");
     // The DSE alone as well: the field's buffer is created when the program first reads it.
     let line = line_of(&lib(), "two tabs, hoisted");
     let r = json_report(&lib(), &["--function", "skip_blanks_hoisted", "--line", &line, "--timeout", "30", "--engine", "dse"]);

@@ -12,7 +12,9 @@
 //! The steps, each repeated while it makes progress and the budget lasts:
 //! 1. buffers: the shortest prefix that still reaches (galloping 0, 1, 2, 4, … then
 //!    bisecting), then removing chunks of halving size (ddmin); a length parameter tied to the
-//!    buffer ([`crate::ir::length_ties`]) loses as many as were removed below it;
+//!    buffer ([`crate::ir::length_ties`]) loses as many as were removed below it; then the
+//!    buffers behind its pointer slots, depth first, and last the bytes of a buffer with
+//!    pointer slots (a struct's fields: a length, a position) one by one towards 0;
 //! 2. integers: 0, else the smallest magnitude found by bisection towards 0;
 //! 3. the nondet stream: the shortest prefix, then each value like an integer.
 //!
@@ -80,7 +82,7 @@ pub fn reduce(w: &Witness, shapes: &[BufferShape], budget: Budget, judge: &mut d
         };
         for k in 0..r.best.params.len() {
             let shape = shapes.get(k).cloned().unwrap_or_default();
-            step(&mut r, &|r| r.buffer(k, shape.clone()));
+            step(&mut r, &|r| r.buffer_tree(k, shape.clone()));
         }
         for k in 0..r.best.params.len() {
             step(&mut r, &|r| r.integer(k));
@@ -146,14 +148,38 @@ impl Reducer<'_> {
         }
     }
 
-    /// Cuts buffer parameter `k`: its shortest reaching prefix, then chunks.
-    fn buffer(&mut self, k: usize, shape: BufferShape) {
-        let Some(ParamInput::Buffer { bytes, pointees, front, .. }) = self.best.params.get(k) else { return };
-        if shape.fixed {
-            return;
+    /// Cuts buffer parameter `k`, then, depth first, the buffers its pointer slots point to;
+    /// then a buffer with pointer slots (a struct) gets its other bytes shrunk towards 0 (its
+    /// fields: a length, a position), once what they point to is as short as it gets.
+    fn buffer_tree(&mut self, k: usize, shape: BufferShape) {
+        if !shape.fixed {
+            self.buffer(&[k], shape.length_param);
         }
+        self.below(&[k]);
+    }
+
+    /// The pointees of the buffer at `path`, cut and shrunk, then its own fields.
+    fn below(&mut self, path: &[usize]) {
+        let count = buffer_at(&self.best, path).map_or(0, |(_, pointees, _)| pointees.len());
+        for i in 0..count {
+            if self.stopped {
+                return;
+            }
+            let mut child = path.to_vec();
+            child.push(i);
+            self.buffer(&child, None);
+            self.below(&child);
+        }
+        if count > 0 && !self.stopped {
+            self.fields(path);
+        }
+    }
+
+    /// Cuts the buffer at `path`: its shortest reaching prefix, then chunks.
+    fn buffer(&mut self, path: &[usize], length_param: Option<usize>) {
+        let Some((bytes, pointees, front)) = buffer_at(&self.best, path) else { return };
         // Nothing at or below a pointer slot moves: cuts start past the last one.
-        let floor = pointees.iter().map(|p| p.offset as usize + 8).max().unwrap_or(0).max(*front as usize);
+        let floor = pointees.iter().map(|p| p.offset as usize + 8).max().unwrap_or(0).max(front as usize);
         let n = data(bytes).len();
         if n <= floor {
             return;
@@ -166,7 +192,7 @@ impl Reducer<'_> {
             if keep >= works {
                 break;
             }
-            if self.try_keep(self.cut(k, shape.length_param, keep, n - keep)) {
+            if self.try_keep(self.cut(path, length_param, keep, n - keep)) {
                 works = keep;
                 break;
             }
@@ -179,8 +205,8 @@ impl Reducer<'_> {
         let mut lo = fails.map_or(floor, |f| f + 1);
         while lo < works && !self.stopped {
             let mid = lo + (works - lo) / 2;
-            let len = self.data_len(k);
-            if self.try_keep(self.cut(k, shape.length_param, mid, len - mid)) {
+            let len = self.data_len(path);
+            if self.try_keep(self.cut(path, length_param, mid, len - mid)) {
                 works = mid;
             } else {
                 lo = mid + 1;
@@ -188,12 +214,12 @@ impl Reducer<'_> {
         }
         // Chunks of halving power-of-two sizes anywhere past the floor (ddmin's complement
         // step; powers of two so that pairs, e.g. a `[]` or `][` of a nesting, get their turn).
-        let half = (self.data_len(k) - floor.min(self.data_len(k))) / 2;
+        let half = (self.data_len(path) - floor.min(self.data_len(path))) / 2;
         let mut chunk = if half == 0 { 0 } else { 1 << half.ilog2() };
         while chunk >= 1 && !self.stopped {
             let mut at = floor;
-            while at + chunk <= self.data_len(k) && !self.stopped {
-                if !self.try_keep(self.cut(k, shape.length_param, at, chunk)) {
+            while at + chunk <= self.data_len(path) && !self.stopped {
+                if !self.try_keep(self.cut(path, length_param, at, chunk)) {
                     at += chunk;
                 }
             }
@@ -201,18 +227,32 @@ impl Reducer<'_> {
         }
     }
 
-    fn data_len(&self, k: usize) -> usize {
-        match &self.best.params[k] {
-            ParamInput::Buffer { bytes, .. } => data(bytes).len(),
-            _ => 0,
+    /// Shrinks each byte of the buffer at `path` outside its pointer slots towards 0.
+    fn fields(&mut self, path: &[usize]) {
+        let Some((bytes, pointees, _)) = buffer_at(&self.best, path) else { return };
+        let slots: Vec<std::ops::Range<usize>> = pointees.iter().map(|p| p.offset as usize..p.offset as usize + 8).collect();
+        let n = data(bytes).len();
+        for at in (0..n).filter(|a| !slots.iter().any(|r| r.contains(a))) {
+            let Some((bytes, _, _)) = buffer_at(&self.best, path) else { return };
+            let Some(&b) = bytes.get(at) else { return };
+            let path = path.to_vec();
+            self.least(8, b as u64, move |w, v| {
+                if let Some(bytes) = bytes_at_mut(w, &path) {
+                    bytes[at] = v as u8;
+                }
+            });
         }
     }
 
-    /// The best witness with `count` data bytes of buffer `k` removed from index `at`, and its
-    /// tied length lowered by the removed bytes that lay below it.
-    fn cut(&self, k: usize, length_param: Option<usize>, at: usize, count: usize) -> Witness {
+    fn data_len(&self, path: &[usize]) -> usize {
+        buffer_at(&self.best, path).map_or(0, |(bytes, _, _)| data(bytes).len())
+    }
+
+    /// The best witness with `count` data bytes of the buffer at `path` removed from index
+    /// `at`, and its tied length lowered by the removed bytes that lay below it.
+    fn cut(&self, path: &[usize], length_param: Option<usize>, at: usize, count: usize) -> Witness {
         let mut w = self.best.clone();
-        if let ParamInput::Buffer { bytes, .. } = &mut w.params[k] {
+        if let Some(bytes) = bytes_at_mut(&mut w, path) {
             let mut d = data(bytes).to_vec();
             let end = (at + count).min(d.len());
             d.drain(at.min(end)..end);
@@ -288,6 +328,29 @@ impl Reducer<'_> {
     }
 }
 
+/// The buffer at `path` (a parameter, then pointee indices): its bytes, pointees and front.
+fn buffer_at<'w>(w: &'w Witness, path: &[usize]) -> Option<(&'w [u8], &'w [Pointee], u64)> {
+    let (first, rest) = path.split_first()?;
+    let ParamInput::Buffer { bytes, pointees, front, .. } = w.params.get(*first)? else { return None };
+    let (mut bytes, mut pointees, mut front) = (bytes.as_slice(), pointees.as_slice(), *front);
+    for &i in rest {
+        let p = pointees.get(i)?;
+        (bytes, pointees, front) = (&p.bytes, &p.pointees, 0);
+    }
+    Some((bytes, pointees, front))
+}
+
+fn bytes_at_mut<'w>(w: &'w mut Witness, path: &[usize]) -> Option<&'w mut Vec<u8>> {
+    let (first, rest) = path.split_first()?;
+    let ParamInput::Buffer { bytes, pointees, .. } = w.params.get_mut(*first)? else { return None };
+    let (mut bytes, mut pointees) = (bytes, pointees);
+    for &i in rest {
+        let p = pointees.get_mut(i)?;
+        (bytes, pointees) = (&mut p.bytes, &mut p.pointees);
+    }
+    Some(bytes)
+}
+
 /// `w` with every buffer as its data followed by exactly [`BUFFER_SLACK`] zeros.
 fn canonical(w: &Witness) -> Witness {
     fn pointee(p: &Pointee) -> Pointee {
@@ -298,9 +361,22 @@ fn canonical(w: &Witness) -> Witness {
         if let ParamInput::Buffer { bytes, pointees, .. } = p {
             *bytes = with_slack(data(bytes));
             *pointees = pointees.iter().map(pointee).collect();
+            zero_slots(bytes, pointees);
         }
     }
     w
+}
+
+/// Zeros the pointer slots of `bytes` (and of its pointees'): the replay writes the pointers
+/// there, so what the engine left in them is never read; zeros show that.
+fn zero_slots(bytes: &mut [u8], pointees: &mut [Pointee]) {
+    for p in pointees {
+        let at = p.offset as usize;
+        if let Some(slot) = bytes.get_mut(at..at + 8) {
+            slot.fill(0);
+        }
+        zero_slots(&mut p.bytes, &mut p.pointees);
+    }
 }
 
 fn with_slack(d: &[u8]) -> Vec<u8> {
@@ -433,6 +509,28 @@ mod tests {
         assert_eq!(bytes_of(&r.witness, 0).len(), 16, "the pointer slot at 8..16 stays");
         assert_eq!(bytes_of(&r.witness, 1), vec![9, 9, 9, 9], "the front stays");
         assert_eq!(bytes_of(&r.witness, 2), b"zzzz", "--arg-size stays");
+    }
+
+    #[test]
+    fn a_struct_s_pointee_is_cut_before_its_fields_shrink() {
+        // struct { char *text; size_t len; }: reaches when text[0..len] holds two tabs.
+        let mut text = vec![b' '; 30];
+        text.extend(b"\t\t");
+        text.extend(vec![b' '; 200]);
+        let mut st = vec![7u8; 8];
+        st.extend(40u64.to_le_bytes());
+        let p = ParamInput::Buffer { name: "p".into(), bytes: with_slack(&st), pointees: vec![Pointee { offset: 0, bytes: with_slack(&text), pointees: vec![] }], front: 0 };
+        let w = Witness { params: vec![p], nondet: vec![] };
+        let mut judge = |w: &Witness| {
+            let (st, ps, _) = buffer_at(w, &[0]).unwrap();
+            let len = u64::from_le_bytes(st[8..16].try_into().unwrap()) as usize;
+            let text = &ps[0].bytes;
+            if text.iter().take(len).filter(|c| **c == b'\t').count() == 2 { Judgement::Reaches } else { Judgement::Misses }
+        };
+        let r = reduce(&w, &[BufferShape::default()], budget(), &mut judge);
+        let (st, ps, _) = buffer_at(&r.witness, &[0]).unwrap();
+        assert_eq!(data(st), &[0, 0, 0, 0, 0, 0, 0, 0, 2], "the slot zeroed, len 2");
+        assert_eq!(data(&ps[0].bytes), b"\t\t");
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub struct Config {
 /// Least default time for reducing a witness: a few replays even after a fast analysis.
 pub const REDUCE_MIN: Duration = Duration::from_millis(250);
 /// Most default time for reducing a witness.
-pub const REDUCE_MAX: Duration = Duration::from_secs(2);
+pub const REDUCE_MAX: Duration = Duration::from_secs(1);
 
 impl Config {
     /// The time the witness reduction may take after an analysis that took `elapsed`.

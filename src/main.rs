@@ -73,7 +73,7 @@ struct Cli {
     max_models: u32,
     /// Seconds for making a witness that reached the target smaller (shorter buffers, smaller
     /// numbers; every candidate kept is replayed natively), within --timeout; 0 turns it off
-    /// [default: half the time the analysis took, between 0.25 and 2]
+    /// [default: half the time the analysis took, between 0.25 and 1]
     #[arg(long, value_name = "SECS")]
     reduce: Option<f64>,
     /// Engines raced for the answer, comma-separated: apc (abstract path condition: proofs and

@@ -41,6 +41,7 @@ pub fn run_bounded(config: &Config) -> Bounded {
 /// [`run`], telling `progress` which stage it is in.
 pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let t0 = Instant::now();
+    crate::priority::init();
     progress.enter("loading the program");
     let options = config.load_options();
     let loaded = load::load_with(&config.input, &config.function, &config.target, &options)?;

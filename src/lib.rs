@@ -18,6 +18,7 @@ pub mod expr;
 pub mod fuzz;
 pub mod ir;
 pub mod load;
+pub mod priority;
 pub mod replay;
 pub mod report;
 pub mod solve;

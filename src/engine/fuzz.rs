@@ -44,7 +44,7 @@ impl FuzzEngine {
             // child processes, inherit it). At nice 5 its compile slowed building the APC of
             // wp_sevens from 0.3 s to 1.7 s. Raised when the fuzzer joins the race.
             if !alone {
-                unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, FUZZ_BUILD_NICE) };
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(FUZZ_BUILD_NICE)) };
             }
             tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
             Fuzzer::build(&loaded, keep_temps)
@@ -76,7 +76,7 @@ fn raise_build_priority(tid: i32, nice: i32) {
         })
         .unwrap_or_default();
     let me = std::process::id() as i32;
-    let mut raised: Vec<i32> = procs.iter().filter(|(_, parent, n)| *parent == me && *n == FUZZ_BUILD_NICE as i64).map(|(pid, _, _)| *pid).collect();
+    let mut raised: Vec<i32> = procs.iter().filter(|(_, parent, n)| *parent == me && *n == crate::priority::lowered(FUZZ_BUILD_NICE) as i64).map(|(pid, _, _)| *pid).collect();
     let mut k = 0;
     while k < raised.len() && raised.len() < 64 {
         let parent = raised[k];
@@ -104,8 +104,10 @@ impl Engine for FuzzEngine {
         // (eqcnt: a build of under a second alone took 10.6 s, and the portfolio 11 s where
         // the fuzzer alone took 1.7 s).
         if !self.build.is_finished() {
-            let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
-            raise_build_priority(self.build_tid.load(std::sync::atomic::Ordering::SeqCst), nice);
+            let nice = crate::priority::current();
+            if nice != crate::priority::lowered(FUZZ_BUILD_NICE) {
+                raise_build_priority(self.build_tid.load(std::sync::atomic::Ordering::SeqCst), nice);
+            }
         }
         // The build runs at low priority: wait for it, but not past a cancel or the deadline
         // (the race waits for every engine; the build is left to `cleanup::finish`).

@@ -298,7 +298,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
                         std::thread::sleep(Duration::from_millis(5));
                     }
                     // SAFETY: plain system calls on this thread's own scheduling priority.
-                    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, SECONDARY_NICE) };
+                    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(SECONDARY_NICE)) };
                 }
                 let result = if cx.cancelled() { EngineResult::new(Finding::Unknown("cancelled before it started".into())) } else { engine.run(cx) };
                 let _ = tx.send((kind, start.elapsed().as_secs_f64(), result));

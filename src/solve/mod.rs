@@ -629,7 +629,7 @@ impl WorkerPriority {
         let nice = WORKER_NICE.load(std::sync::atomic::Ordering::SeqCst);
         if nice != 0 {
             // SAFETY: a plain system call on this thread's own priority.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(nice)) };
         }
         tids.push(tid);
         WorkerPriority(tid)
@@ -650,7 +650,7 @@ pub fn set_worker_nice(nice: i32) {
     for &t in tids.iter() {
         // SAFETY: a plain system call; the thread is alive while it is registered (it removes
         // itself under this lock before it ends).
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, t as libc::id_t, nice) };
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, t as libc::id_t, crate::priority::lowered(nice)) };
     }
 }
 

@@ -1,0 +1,43 @@
+//! Scheduling priorities relative to the one the tool was started with: the portfolio lowers
+//! some threads (the fuzzer, the APC's solvers beside the DSE) by a few nice levels, and a
+//! user's `nice -n 19 apc-llvm` must keep every thread and every process it starts at 19, not
+//! have them raised to those levels (as root, setting nice 5 on a thread at 19 raises it).
+
+use std::sync::OnceLock;
+
+static BASE: OnceLock<i32> = OnceLock::new();
+
+/// The nice value the analysis started with; call [`init`] first from an unlowered thread.
+pub fn base() -> i32 {
+    *BASE.get_or_init(current)
+}
+
+/// Records the calling thread's nice value as the base (once per process; later calls keep
+/// the first).
+pub fn init() {
+    base();
+}
+
+/// The nice value `delta` levels below the base priority (at most 19).
+pub fn lowered(delta: i32) -> i32 {
+    (base() + delta).clamp(-20, 19)
+}
+
+/// The calling thread's nice value.
+pub fn current() -> i32 {
+    // SAFETY: plain system calls on the calling thread's own priority.
+    unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowering_is_relative_and_capped() {
+        let b = base();
+        assert_eq!(lowered(0), b);
+        assert_eq!(lowered(100), 19);
+        assert!(lowered(5) >= b);
+    }
+}

@@ -75,9 +75,7 @@ impl Config {
     pub fn reduce_budget_after(&self, elapsed: Duration) -> Duration {
         self.reduce_budget.unwrap_or_else(|| (elapsed / 2).clamp(REDUCE_MIN, REDUCE_MAX))
     }
-}
 
-impl Config {
     pub fn new(input: impl Into<PathBuf>, function: impl Into<String>, target: TargetSpec) -> Self {
         Config {
             input: input.into(),

@@ -327,9 +327,8 @@ impl InputLayout {
 /// The data part of a witness buffer: without the slack the decoding adds back (exactly
 /// [`BUFFER_SLACK`] trailing zeros when there are that many, else every trailing zero).
 fn data_part(bytes: &[u8]) -> &[u8] {
-    let zeros = bytes.iter().rev().take_while(|b| **b == 0).count();
-    let cut = if zeros >= BUFFER_SLACK { BUFFER_SLACK } else { zeros };
-    &bytes[..(bytes.len() - cut).min(MAX_BUFFER_DATA)]
+    let data = crate::witness::buffer_data(bytes);
+    &data[..data.len().min(MAX_BUFFER_DATA)]
 }
 
 fn encode_buffer(bytes: &[u8], pointees: &[Pointee], shape: &Shape, depth: usize, out: &mut Vec<u8>) {

@@ -119,6 +119,14 @@ fn loads_in(pool: &ExprPool, root: ExprId) -> Vec<(ExprId, ExprId, u32)> {
     out
 }
 
+/// The data part of a witness buffer: its bytes without the trailing zeros that
+/// [`BUFFER_SLACK`] stands for (exactly that many when there are as many, else all of them).
+/// Every engine's buffers are their data followed by the slack.
+pub fn buffer_data(bytes: &[u8]) -> &[u8] {
+    let zeros = bytes.iter().rev().take_while(|b| **b == 0).count();
+    &bytes[..bytes.len() - zeros.min(BUFFER_SLACK)]
+}
+
 /// How each parameter of `program`'s function may be cut by [`reduce`]: its tied length
 /// parameter, and whether the user sized it (`--arg-size`).
 pub fn buffer_shapes(program: &Program) -> Vec<reduce::BufferShape> {

@@ -22,7 +22,7 @@
 //! Bytes in front of the address passed (`front`), buffers the user sized (`--arg-size`) and
 //! buffers holding pointer slots are cut only where that cannot move what they hold.
 
-use super::{ParamInput, Pointee, Witness, BUFFER_SLACK};
+use super::{buffer_data as data, ParamInput, Pointee, Witness, BUFFER_SLACK};
 use std::time::Instant;
 
 /// What the oracle said of a candidate.
@@ -45,7 +45,7 @@ pub struct Budget {
 }
 
 /// A buffer parameter's constraints on cutting it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct BufferShape {
     /// The index of the integer parameter holding its length, if one is tied to it.
     pub length_param: Option<usize>,
@@ -81,8 +81,8 @@ pub fn reduce(w: &Witness, shapes: &[BufferShape], budget: Budget, judge: &mut d
             progressed += usize::from(r.kept > before);
         };
         for k in 0..r.best.params.len() {
-            let shape = shapes.get(k).cloned().unwrap_or_default();
-            step(&mut r, &|r| r.buffer_tree(k, shape.clone()));
+            let shape = shapes.get(k).copied().unwrap_or_default();
+            step(&mut r, &|r| r.buffer_tree(k, shape));
         }
         for k in 0..r.best.params.len() {
             step(&mut r, &|r| r.integer(k));
@@ -297,12 +297,12 @@ impl Reducer<'_> {
         }
     }
 
-    /// The value of least magnitude (as a `width`-bit two's complement number) that reaches,
-    /// set into the witness by `set`: 0 first, then bisection between 0 and `value`.
-    fn least(&mut self, width: u32, value: u64, set: impl Fn(&mut Witness, u64)) -> u64 {
+    /// Keeps the value of least magnitude (as a `width`-bit two's complement number) that
+    /// reaches, set into the witness by `set`: 0 first, then bisection between 0 and `value`.
+    fn least(&mut self, width: u32, value: u64, set: impl Fn(&mut Witness, u64)) {
         let m = magnitude(width, value);
         if m == 0 || self.stopped {
-            return value;
+            return;
         }
         let negative = is_negative(width, value);
         let of = |mag: u64| if negative { mag.wrapping_neg() & mask(width) } else { mag };
@@ -312,7 +312,7 @@ impl Reducer<'_> {
             w
         };
         if self.try_keep(candidate(self, 0)) {
-            return 0;
+            return;
         }
         // Bisection on the magnitude: (lo, hi] with hi reaching.
         let (mut lo, mut hi) = (0u64, m);
@@ -324,7 +324,6 @@ impl Reducer<'_> {
                 lo = mid;
             }
         }
-        of(hi)
     }
 }
 
@@ -385,12 +384,6 @@ fn with_slack(d: &[u8]) -> Vec<u8> {
     v
 }
 
-/// The data part of a buffer: its bytes without the trailing zeros the slack stands for
-/// (exactly [`BUFFER_SLACK`] of them when there are that many, else all).
-pub fn data(bytes: &[u8]) -> &[u8] {
-    let zeros = bytes.iter().rev().take_while(|b| **b == 0).count();
-    &bytes[..bytes.len() - zeros.min(BUFFER_SLACK)]
-}
 
 fn mask(width: u32) -> u64 {
     if width >= 64 { u64::MAX } else { (1u64 << width) - 1 }

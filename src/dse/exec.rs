@@ -93,6 +93,8 @@ pub struct Executor<'a> {
     /// Set when the engine explored something less than every run exactly (it then must not
     /// answer `Exhausted`), with the reason.
     pub inexact: Option<String>,
+    /// Library comparison results given a constant of their own so far (`dse.cmp#k`).
+    pub comparison_results: u32,
 }
 
 /// Whether `bytes[range]` still hold the input array's own bytes (nobody wrote to them).
@@ -678,6 +680,23 @@ impl<'a> Executor<'a> {
         }
         if name == crate::load::TARGET_MARKER {
             return Ok(None);
+        }
+        if name == crate::load::comparisons::SIGN_OF {
+            // A library comparison's result: 0 when `d` is, else any value of its sign (see
+            // `load::comparisons`). The fresh constant is no input: a model's choice for it may
+            // not be what the native library returns, and replay decides.
+            let Some(d) = args.first() else { return give_up("__apc_sign_of without argument") };
+            let d = self.int(st, d)?;
+            let w = d.width();
+            self.comparison_results += 1;
+            let s = IntV::S { w, t: BV::new_const(format!("dse.cmp#{}", self.comparison_results), w) };
+            let zero = IntV::c(w, 0);
+            let d_zero = IntV::cmp(IntPredicate::Eq, &d, &zero).truthy();
+            let same_sign = IntV::cmp(IntPredicate::Slt, &d, &zero).truthy().eq(&IntV::cmp(IntPredicate::Slt, &s, &zero).truthy());
+            let s_nonzero = IntV::cmp(IntPredicate::Ne, &s, &zero).truthy();
+            let sign = Bool::and(&[&s_nonzero, &same_sign]);
+            self.assume(st, solver, &Bool::or(&[&d_zero, &sign]));
+            return Ok(Some(Val::Int(IntV::ite(&IntV::from_bool(&d_zero), &zero, &s))));
         }
         let int_arg = |this: &Self, st: &DseState, k: usize| -> Result<IntV, Stop> {
             match args.get(k) {

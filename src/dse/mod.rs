@@ -322,7 +322,7 @@ fn search_inner(
             _ => None,
         })
         .collect();
-    let mut exec = Executor { program, names: &names, stubbed: &limits.stubbed, stubbed_calls: Default::default(), inexact: None };
+    let mut exec = Executor { program, names: &names, stubbed: &limits.stubbed, stubbed_calls: Default::default(), inexact: None, comparison_results: 0 };
     let mut incomplete = Incomplete::default();
 
     // The APC's scalar skeleton, in a solver of its own (see `PathSolver::check_skeleton`);

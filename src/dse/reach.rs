@@ -175,7 +175,7 @@ impl Propagation<'_> {
             },
             InstKind::Call { callee, .. } => {
                 let harmless = matches!(callee, crate::ir::Callee::Direct(n)
-                    if n.starts_with("__VERIFIER_nondet_") || n == crate::load::TARGET_MARKER || n == "__VERIFIER_assume" || n == "llvm.assume");
+                    if n.starts_with("__VERIFIER_nondet_") || n == crate::load::TARGET_MARKER || n == crate::load::comparisons::SIGN_OF || n == "__VERIFIER_assume" || n == "llvm.assume");
                 if !harmless {
                     // Any other function may write any object: through its pointer arguments,
                     // globals, or a local whose address escaped earlier (`g = &x; ext();`).

@@ -1,15 +1,19 @@
 /* Models of C library functions, linked into the analysed copy of a program that declares them
- * (replay always runs the real library). Each returns what glibc returns on x86-64: comparisons
- * give the difference of the first differing bytes as unsigned char (checked natively).
+ * (replay always runs the real library). Each returns what glibc returns on x86-64 (checked
+ * natively), except the comparisons' magnitude: glibc promises only their sign, and its
+ * implementations differ by CPU (byte difference or ±1), so they return `__apc_sign_of(d)`, an
+ * unknown with the sign of the byte difference d (see comparisons.rs).
  * Written with indices rather than moving pointers so that loop summaries see plain counters. */
 typedef unsigned long apc_size_t;
+
+int __apc_sign_of(int d);
 
 int strcmp(const char *a, const char *b) {
   const unsigned char *p = (const unsigned char *)a, *q = (const unsigned char *)b;
   apc_size_t i = 0;
   while (p[i] != 0 && p[i] == q[i])
     i++;
-  return (int)p[i] - (int)q[i];
+  return __apc_sign_of((int)p[i] - (int)q[i]);
 }
 
 int strncmp(const char *a, const char *b, apc_size_t n) {
@@ -19,7 +23,7 @@ int strncmp(const char *a, const char *b, apc_size_t n) {
     i++;
   if (i == n)
     return 0;
-  return (int)p[i] - (int)q[i];
+  return __apc_sign_of((int)p[i] - (int)q[i]);
 }
 
 int memcmp(const void *a, const void *b, apc_size_t n) {
@@ -29,7 +33,7 @@ int memcmp(const void *a, const void *b, apc_size_t n) {
     i++;
   if (i == n)
     return 0;
-  return (int)p[i] - (int)q[i];
+  return __apc_sign_of((int)p[i] - (int)q[i]);
 }
 
 apc_size_t strlen(const char *s) {

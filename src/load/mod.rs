@@ -14,6 +14,7 @@ pub mod project;
 pub mod recursion;
 pub mod target;
 pub mod assume;
+pub mod comparisons;
 
 pub use input::{clang_path, llvm_tool, CLANG_ANALYSIS_FLAGS};
 pub use target::{TargetSpec, TARGET_MARKER};
@@ -391,6 +392,7 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
 
     let f = module.get_function(function).expect("checked above").as_value_ref();
     let mut program = lower::lower(m, f, target_blocks.clone())?;
+    comparisons::exact_where_only_the_sign_is_used(&mut program.function);
     program.pure_functions = pure_signatures;
     for (p, (c, pointee)) in program.function.params.iter_mut().zip(c_types) {
         p.c_type = c;

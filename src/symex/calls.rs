@@ -67,6 +67,31 @@ impl Executor<'_> {
         SymVal::Int(result)
     }
 
+    /// `__apc_sign_of(d)`, a library comparison's result (see [`crate::load::comparisons`]):
+    /// 0 when `d` is, else a fresh unknown with the sign of `d`. Inside a loop iteration one
+    /// symbol would stand for every iteration's result, so there it is ⋆.
+    fn sign_of(&mut self, d: Option<&SymVal>, ty: &Ty, tests: &mut Tests) -> SymVal {
+        let (Some(SymVal::Int(d)), Ty::Int(w)) = (d, ty) else { return self.star_of(ty) };
+        let (d, w) = (*d, *w);
+        if self.inputs.iteration_depth > 0 {
+            return self.star_because(ty, || "the magnitude of a string or memory comparison's result inside a loop (the C library promises its sign only)".into());
+        }
+        if self.pool.sort(d) != Sort::Bv(w) {
+            return self.star_of(ty);
+        }
+        self.inputs.comparison_results += 1;
+        let s = self.pool.symbol(&format!("cmp#{}", self.inputs.comparison_results), Sort::Bv(w), crate::expr::SymbolKind::Aux);
+        let zero = self.pool.bv(w, 0);
+        let d_zero = self.pool.cmp(IntPredicate::Eq, d, zero);
+        let d_neg = self.pool.cmp(IntPredicate::Slt, d, zero);
+        let s_neg = self.pool.cmp(IntPredicate::Slt, s, zero);
+        let s_nonzero = self.pool.cmp(IntPredicate::Ne, s, zero);
+        let same_sign = self.pool.cmp(IntPredicate::Eq, s_neg, d_neg);
+        let sign = self.pool.and([s_nonzero, same_sign]);
+        tests.push(self.pool.or([d_zero, sign]));
+        SymVal::Int(self.pool.ite(d_zero, zero, s))
+    }
+
     pub(super) fn call(
         &mut self,
         st: &mut State,
@@ -92,6 +117,9 @@ impl Executor<'_> {
         }
         if let Some(sig) = self.program.pure_functions.iter().find(|s| s.name == name) {
             return self.pure_call(sig, args, ty);
+        }
+        if name == crate::load::comparisons::SIGN_OF {
+            return self.sign_of(args.first(), ty, tests);
         }
         // setjmp returns a second time after a longjmp, with memory as the longjmp left it.
         if matches!(name, "setjmp" | "_setjmp" | "sigsetjmp" | "__sigsetjmp") {

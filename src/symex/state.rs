@@ -89,6 +89,8 @@ pub struct Inputs {
     site_objects: HashMap<ValueId, ObjectId>,
     /// Calls of `--pure` functions executed so far, outside loops.
     pub pure_calls: Vec<PureCall>,
+    /// Library comparison results given a symbol of their own so far (`cmp#k`).
+    pub(crate) comparison_results: u32,
 }
 
 /// One executed call of a `--pure` function: its result is the unknown `result`, tied to the

@@ -5,7 +5,8 @@ use crate::apc;
 use crate::backstop::{self, Bounded, Progress};
 use crate::cfg::{Flowgraph, Limits, Structure};
 use crate::config::Config;
-use crate::engine::apc::{ApcEngine, ApcSearchConfig};
+use crate::engine::apc::{ApcEngine, ApcSearchConfig, BuiltApc};
+use crate::engine::pending::Pending;
 use crate::engine::dse::DseEngine;
 use crate::engine::fuzz::FuzzEngine;
 use crate::engine::{self, Context, Engine, EngineKind, Finding, SeedBoard};
@@ -86,74 +87,49 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         return Ok(report);
     }
 
-    // Only the apc and dse engines read the APC: the others (fuzzing, Horn clauses) go on
-    // without it (a function whose APC is costly to build is no reason to wait for them).
+    // Only the apc and dse engines read the APC. It is built on a thread of its own while the
+    // race already runs: the engines that need it wait for it there, the others (fuzzing, Horn
+    // clauses) start at once (a function whose APC is costly to build is no reason to wait).
     let needs_apc = config.engines.iter().any(|e| matches!(e, EngineKind::Apc | EngineKind::Dse));
-    let (apc, pool) = if needs_apc {
+    let apc_for_engine: Arc<Pending<BuiltApc>> = Arc::default();
+    let guide_for_dse: Arc<Pending<Option<crate::dse::Guide>>> = Arc::default();
+    let stop_building = Arc::new(AtomicBool::new(false));
+    let build_tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let apc_build = needs_apc.then(|| {
         progress.enter("building the abstract path condition");
-        let t2 = Instant::now();
-        let (apc, pool) = apc::ApcBuilder::new(&loaded.program, &structure).with_deadline(t0 + config.timeout).build();
-        if apc.timed_out {
-            report.verdict = Verdict::Unknown;
-            report.reason = "the time budget ran out while building the abstract path condition".into();
-            report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
-            return Ok(report);
-        }
-        report.apc = Some(Printer::new(&pool).print(apc.formula));
-        for (loop_id, summary) in &apc.summaries {
-            let (theta, phi) = summary.describe(&pool);
-            let l = &mut report.loops[loop_id.0 as usize];
-            l.iterated_state = theta.into_iter().collect();
-            l.looping_condition = Some(phi);
-            l.invariants = summary.invariants.describe();
-            l.counters = summary
-                .backbone_counters
-                .iter()
-                .map(|c| c.map_or_else(|| "infeasible".to_string(), |c| Printer::new(&pool).print(c)))
-                .collect();
-        }
-        if config.smtlib {
-            report.smtlib = Some(solve::smtlib(&pool, apc.formula));
-        }
-        report.timings.insert("build_apc".into(), t2.elapsed().as_secs_f64());
-        info!(nodes = pool.len(), "APC built");
-        (Some(apc), Some(pool))
-    } else {
-        (None, None)
-    };
-    let star_causes: Vec<String> = pool.as_ref().map(|p| p.star_causes().iter().cloned().collect()).unwrap_or_default();
-    let has_quantifiers = report.apc.as_deref().is_some_and(|s| s.contains('∀') || s.contains('∃'));
-    let guide = match (&apc, &pool) {
-        (Some(apc), Some(pool)) if config.engines.contains(&EngineKind::Dse) => {
-            progress.enter("preparing the directed symbolic execution");
-            let tg = Instant::now();
-            let g = crate::dse::Guide::new(&loaded.program, &structure, apc, pool);
-            report.timings.insert("dse_guide".into(), tg.elapsed().as_secs_f64());
-            g
-        }
-        _ => None,
-    };
-    let mut guide = Some(guide);
-    let mut apc_parts = apc.zip(pool);
+        let job = ApcBuildJob {
+            program: loaded.program.clone(),
+            structure: structure.clone(),
+            loops: report.loops.clone(),
+            deadline: t0 + config.timeout,
+            stop: stop_building.clone(),
+            smtlib: config.smtlib,
+            guide: config.engines.contains(&EngineKind::Dse).then(|| guide_for_dse.clone()),
+            engine: config.engines.contains(&EngineKind::Apc).then(|| apc_for_engine.clone()),
+        };
+        let tid = build_tid.clone();
+        std::thread::Builder::new()
+            .name("apc-build".into())
+            .spawn(move || {
+                tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
+                job.run()
+            })
+            .expect("a thread for building the APC")
+    });
     let engines: Vec<Box<dyn Engine>> = config
         .engines
         .iter()
         .filter_map(|kind| -> Option<Box<dyn Engine>> {
             match kind {
-                EngineKind::Apc => {
-                    let (apc, pool) = apc_parts.take()?;
-                    Some(Box::new(ApcEngine {
-                        config: ApcSearchConfig { unfold_k: config.unfold_k, max_unfold_k: config.max_unfold_k, max_models: config.max_models },
-                        program: Arc::new(loaded.program.clone()),
-                        apc: Arc::new(apc),
-                        pool,
-                        has_quantifiers,
-                        pure: pure.take(),
-                    }))
-                }
+                EngineKind::Apc => Some(Box::new(ApcEngine {
+                    config: ApcSearchConfig { unfold_k: config.unfold_k, max_unfold_k: config.max_unfold_k, max_models: config.max_models },
+                    program: Arc::new(loaded.program.clone()),
+                    apc: apc_for_engine.clone(),
+                    pure: pure.take(),
+                })),
                 EngineKind::Dse => Some(Box::new(DseEngine {
                     program: Arc::new(loaded.program.clone()),
-                    guide: guide.take()?,
+                    guide: guide_for_dse.clone(),
                     stubbed: crate::replay::stubs::predicted(&loaded.declared_functions),
                 })),
                 EngineKind::Fuzz => Some(Box::new(fuzz.take()?)),
@@ -170,6 +146,32 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let cx = Context::new(&native, engines_deadline, &cancel, &seeds);
     progress.enter("racing the engines for a witness or a proof");
     let result = engine::race(engines, &cx);
+    // A build the race no longer needs stops at its next step; what it finished goes into the
+    // report.
+    stop_building.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut star_causes: Vec<String> = vec![];
+    if let Some(h) = apc_build {
+        let waited = Instant::now();
+        while !h.is_finished() && waited.elapsed() < BUILD_STOP_WAIT {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        if h.is_finished() {
+            if let Ok(d) = h.join() {
+                d.fill(&mut report);
+                star_causes = d.star_causes;
+            }
+        } else {
+            // In a solver check that does not look at the stop flag: left to end on its own
+            // (within its check budget), at the lowest priority, and the report goes without
+            // the APC's description.
+            let tid = build_tid.load(std::sync::atomic::Ordering::SeqCst);
+            if tid > 0 {
+                // SAFETY: a plain system call; at worst the thread has just ended.
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
+            }
+            info!("the APC's build was still running when the race ended; not waited for");
+        }
+    }
     if let Some(m) = cx.median_run_seconds() {
         report.timings.insert("replay_run_median".into(), m);
     }
@@ -471,3 +473,98 @@ fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: 
     Ok(files.iter().map(|p| p.display().to_string()).collect())
 }
 
+
+/// How long the end of the race waits for the APC's build to notice that it should stop.
+const BUILD_STOP_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The APC's build, on its own thread: hands the APC to the apc engine and the guide to the
+/// DSE as soon as each is ready, and returns what the report says of the APC.
+struct ApcBuildJob {
+    program: crate::ir::Program,
+    structure: Structure,
+    /// The report's loops, to be described.
+    loops: Vec<crate::report::LoopReport>,
+    deadline: Instant,
+    /// Set when the race has ended: building stops (the APC is then incomplete, and unused).
+    stop: Arc<AtomicBool>,
+    smtlib: bool,
+    guide: Option<Arc<Pending<Option<crate::dse::Guide>>>>,
+    engine: Option<Arc<Pending<BuiltApc>>>,
+}
+
+/// What the report says of the APC (see [`ApcBuildJob`]).
+#[derive(Default)]
+struct ApcDescription {
+    apc: Option<String>,
+    loops: Option<Vec<crate::report::LoopReport>>,
+    smtlib: Option<String>,
+    timings: Vec<(&'static str, f64)>,
+    star_causes: Vec<String>,
+}
+
+impl ApcDescription {
+    fn fill(&self, report: &mut Report) {
+        report.apc = self.apc.clone();
+        if let Some(loops) = &self.loops {
+            report.loops = loops.clone();
+        }
+        report.smtlib = self.smtlib.clone();
+        for (k, v) in &self.timings {
+            report.timings.insert(k.to_string(), *v);
+        }
+    }
+}
+
+impl ApcBuildJob {
+    fn run(self) -> ApcDescription {
+        let mut d = ApcDescription::default();
+        let t2 = Instant::now();
+        let (apc, pool) = apc::ApcBuilder::new(&self.program, &self.structure).with_deadline(self.deadline).with_stop(self.stop.clone()).build();
+        d.timings.push(("build_apc", t2.elapsed().as_secs_f64()));
+        d.star_causes = pool.star_causes().iter().cloned().collect();
+        if apc.timed_out {
+            let why = if self.stop.load(std::sync::atomic::Ordering::SeqCst) {
+                "the race ended while the abstract path condition was being built"
+            } else {
+                "the time budget ran out while building the abstract path condition"
+            };
+            if let Some(e) = &self.engine {
+                e.set(Err(why.into()));
+            }
+            if let Some(g) = &self.guide {
+                g.set(None);
+            }
+            return d;
+        }
+        let text = Printer::new(&pool).print(apc.formula);
+        let has_quantifiers = text.contains('∀') || text.contains('∃');
+        if let Some(g) = &self.guide {
+            let tg = Instant::now();
+            g.set(crate::dse::Guide::new(&self.program, &self.structure, &apc, &pool));
+            d.timings.push(("dse_guide", tg.elapsed().as_secs_f64()));
+        }
+        let mut loops = self.loops;
+        for (loop_id, summary) in &apc.summaries {
+            let (theta, phi) = summary.describe(&pool);
+            let l = &mut loops[loop_id.0 as usize];
+            l.iterated_state = theta.into_iter().collect();
+            l.looping_condition = Some(phi);
+            l.invariants = summary.invariants.describe();
+            l.counters = summary
+                .backbone_counters
+                .iter()
+                .map(|c| c.map_or_else(|| "infeasible".to_string(), |c| Printer::new(&pool).print(c)))
+                .collect();
+        }
+        d.loops = Some(loops);
+        if self.smtlib {
+            d.smtlib = Some(solve::smtlib(&pool, apc.formula));
+        }
+        info!(nodes = pool.len(), "APC built");
+        d.apc = Some(text);
+        if let Some(e) = &self.engine {
+            e.set(Ok((apc, pool, has_quantifiers)));
+        }
+        d
+    }
+}

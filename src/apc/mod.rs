@@ -105,6 +105,8 @@ pub struct ApcBuilder<'a> {
     /// When building must stop (`--timeout`); past it paths are cut short and the APC is marked
     /// `timed_out`, which forbids any verdict but unknown.
     deadline: Option<std::time::Instant>,
+    /// Set by whoever no longer needs the APC: building stops as at the deadline.
+    stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     timed_out: bool,
 }
 
@@ -127,6 +129,7 @@ impl<'a> ApcBuilder<'a> {
             check_budget: Default::default(),
             invariant_budget: crate::summary::invariant::budget_within(None),
             deadline: None,
+            stop: None,
             timed_out: false,
         }
     }
@@ -138,8 +141,15 @@ impl<'a> ApcBuilder<'a> {
         self
     }
 
+    /// Stops building once `stop` is set (the APC is then incomplete, as at the deadline).
+    pub fn with_stop(mut self, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
     pub(crate) fn out_of_time(&mut self) -> bool {
-        if !self.timed_out && self.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+        let stopped = || self.stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+        if !self.timed_out && (self.deadline.is_some_and(|d| std::time::Instant::now() >= d) || stopped()) {
             self.timed_out = true;
         }
         self.timed_out

@@ -65,16 +65,27 @@ pub struct ApcSearchConfig {
     pub max_models: u32,
 }
 
-/// The APC of the target, ready to be solved.
+/// The APC of the target as its build hands it to the engine: the formula, its expressions and
+/// whether it has quantifiers (then APC^K races the quantified APC); or why there is none.
+pub type BuiltApc = Result<(Apc, ExprPool, bool), String>;
+
+/// The APC of the target, solved once its build (on a thread of its own) hands it over.
 pub struct ApcEngine {
     pub config: ApcSearchConfig,
     pub program: Arc<Program>,
-    pub apc: Arc<Apc>,
-    pub pool: ExprPool,
-    /// Whether the APC has quantifiers (then APC^K races the quantified APC).
-    pub has_quantifiers: bool,
+    pub apc: Arc<super::pending::Pending<BuiltApc>>,
     /// The native evaluator of the `--pure` functions, being built (mixed solving).
     pub pure: Option<std::thread::JoinHandle<crate::error::Result<PureEvaluator>>>,
+}
+
+/// [`ApcEngine`] with its APC.
+struct ApcSearch {
+    config: ApcSearchConfig,
+    program: Arc<Program>,
+    apc: Arc<Apc>,
+    pool: ExprPool,
+    has_quantifiers: bool,
+    pure: Option<std::thread::JoinHandle<crate::error::Result<PureEvaluator>>>,
 }
 
 impl Engine for ApcEngine {
@@ -83,8 +94,14 @@ impl Engine for ApcEngine {
     }
 
     fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+        let ApcEngine { config, program, apc, pure } = *self;
+        let search = match apc.take(cx) {
+            Some(Ok((apc, pool, has_quantifiers))) => ApcSearch { config, program, apc: Arc::new(apc), pool, has_quantifiers, pure },
+            Some(Err(why)) => return EngineResult::new(Finding::Unknown(why)),
+            None => return EngineResult::new(Finding::Unknown("cancelled while the abstract path condition was being built".into())),
+        };
         let mut out = EngineResult::new(Finding::Unknown(String::new()));
-        let finding = match self.search(cx, &mut out) {
+        let finding = match search.search(cx, &mut out) {
             Ok(f) => f,
             Err(e) => Finding::Unknown(format!("replay failed: {e}")),
         };
@@ -100,9 +117,9 @@ enum Replayed {
     OutOfTime,
 }
 
-impl ApcEngine {
+impl ApcSearch {
     fn search(self, cx: &Context, out: &mut EngineResult) -> crate::error::Result<Finding> {
-        let ApcEngine { config, program, apc, pool, has_quantifiers, pure } = self;
+        let ApcSearch { config, program, apc, pool, has_quantifiers, pure } = self;
         // Mixed solving: facts f(a) = v learnt from native runs, part of every query (they hold
         // of every run, given that the functions are pure).
         let mut lemmas: Vec<ExprId> = vec![];
@@ -370,6 +387,7 @@ impl ApcEngine {
                             }
                         }
                     }
+                    cx.apc_searches_by_trial();
                     // Block this model (on the inputs it fixes) and widen the unfolding, only with
                     // time left. (`race` joined its workers, so `make_mut` does not copy the pool.)
                     if cx.left() < Duration::from_millis(500) {

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex};
 
 pub struct DseEngine {
     pub program: Arc<Program>,
-    /// Pruning data from the APC (none when the APC could not be built in time).
-    pub guide: Option<Guide>,
+    /// Pruning data from the APC, handed over by its build (none when the APC could not be
+    /// built in time).
+    pub guide: Arc<super::pending::Pending<Option<Guide>>>,
     /// Functions the native builds stub (see [`DseConfig::stubbed`]).
     pub stubbed: Vec<String>,
 }
@@ -39,8 +40,11 @@ impl Engine for DseEngine {
                 _ => false,
             }
         };
+        let Some(guide) = self.guide.take(cx) else {
+            return EngineResult::new(Finding::Unknown("cancelled while the abstract path condition was being built".into()));
+        };
         let limits = DseConfig { stubbed: self.stubbed.iter().cloned().collect(), ..DseConfig::new(cx.deadline) };
-        let (end, stats) = dse::search(&self.program, self.guide.as_ref(), &limits, cx.cancel, &replay);
+        let (end, stats) = dse::search(&self.program, guide.as_ref(), &limits, cx.cancel, &replay);
         let finding = match end {
             DseEnd::Reached(_) => match reached.into_inner().unwrap_or_else(|e| e.into_inner()) {
                 Some((witness, run)) => {

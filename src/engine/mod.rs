@@ -12,6 +12,7 @@ pub mod apc;
 pub mod chc;
 pub mod dse;
 pub mod fuzz;
+pub mod pending;
 
 use crate::replay::{Limits, NativeBuild, RunOutcome};
 use crate::report::WitnessReport;
@@ -140,21 +141,13 @@ pub trait Engine: Send {
     fn run(self: Box<Self>, cx: &Context) -> EngineResult;
 }
 
-/// The `apc` and `dse` engines start together at the same priority: each is the fastest on
-/// a good share of the benchmarks (proofs and loop-count targets; string scans and arrays
-/// filled from input), and either alone on two cores leaves the other a core.
-///
-/// How long the fuzzer waits before it joins them, as a share of the budget
-/// and at most [`STAGE_DELAY_MAX`]: the APC proves or finds most easy targets within a few
-/// hundred milliseconds, and on two cores every engine that runs beside it slows its solver
-/// down. Longer delays (1.5 s) made the portfolio 2-3x slower than the DSE alone on the targets
-/// the DSE finds in a second.
-const STAGE_SHARE: f64 = 0.05;
-const STAGE_DELAY_MAX: Duration = Duration::from_millis(300);
-/// Nice value of the fuzzer's thread (and the processes it starts) once it runs: the
-/// symbolic engines keep about three quarters of a contended core (nice 10 starved the fuzzer:
-/// HWM took 19.6 s instead of 5.8 s; nice 3 without the autogroup fix slowed the APC).
-const SECONDARY_NICE: libc::c_int = 5;
+/// Every engine starts at once and at the same priority, fuzzing included: each is the fastest
+/// on some benchmarks (proofs and loop-count targets; string scans; arrays filled from input),
+/// and the APC is built inside the race (see [`pending`]). The fuzzer used to wait 300 ms and
+/// run at nice 5 beside the symbolic engines; with the APC's build before the race that made
+/// the portfolio 4-13x slower than the fuzzer alone where it wins (matrir 2.7 s against 0.6 s,
+/// eqcnt 9.6 s against 0.7 s), and the equal start measured as fast overall (geometric mean
+/// over `c-benchmarks/` 2.13x the best single engine, against 2.12x).
 /// How long the APC's solvers run at full priority beside the DSE: most proofs of the APC come
 /// within it (OneLoop's in 30 ms). After it, while the DSE runs, they run at
 /// [`APC_SHARE_NICE`]; once the DSE has ended, at full priority again.
@@ -165,6 +158,11 @@ const APC_HEAD_START: Duration = Duration::from_millis(300);
 /// full priority for a whole second, the three workers kept the DSE to half a core: on
 /// wp_windriver it took 2.2 s in the portfolio against 1.15 s alone.
 const APC_SHARE_NICE: libc::c_int = 4;
+/// Nice value of the APC's thread and solvers once its first model missed the target while a
+/// witness search (DSE, fuzzing) runs beside it: every benchmark the APC wins, it wins with its
+/// first model or its first proof, and its later rounds (block the model, double K) kept the
+/// fuzzer to a fifth of a core (eqcnt: 16 s in the portfolio, 0.7 s alone).
+const APC_YIELD_NICE: libc::c_int = 10;
 
 /// Witnesses worth trying by other engines (APC models that did not replay seed the fuzzer).
 #[derive(Default)]
@@ -198,11 +196,32 @@ pub struct Context<'a> {
     replays: std::sync::atomic::AtomicU64,
     /// Seconds each sandboxed run took (the native build's wait excluded).
     run_seconds: Mutex<Vec<f64>>,
+    /// Set by the apc engine once its first model missed the target: from then on it searches
+    /// by trial (block, raise K), which rarely wins a race, and it yields the machine to the
+    /// other searches (see [`APC_YIELD_NICE`]).
+    apc_unproductive: AtomicBool,
+    /// The apc engine thread's id, for its priority.
+    apc_tid: std::sync::atomic::AtomicI32,
 }
 
 impl<'a> Context<'a> {
     pub fn new(native: &'a NativeBuild, deadline: Instant, cancel: &'a AtomicBool, seeds: &'a SeedBoard) -> Self {
-        Context { native, deadline, cancel, seeds, search_off: AtomicBool::new(false), replays: Default::default(), run_seconds: Default::default() }
+        Context {
+            native,
+            deadline,
+            cancel,
+            seeds,
+            search_off: AtomicBool::new(false),
+            replays: Default::default(),
+            run_seconds: Default::default(),
+            apc_unproductive: AtomicBool::new(false),
+            apc_tid: Default::default(),
+        }
+    }
+
+    /// Called by the apc engine when its first model missed the target (see `apc_unproductive`).
+    pub fn apc_searches_by_trial(&self) {
+        self.apc_unproductive.store(true, Ordering::SeqCst);
     }
 
     pub fn cancelled(&self) -> bool {
@@ -279,26 +298,16 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
     let (tx, rx) = std::sync::mpsc::channel::<(EngineKind, f64, EngineResult)>();
     let mut results: Vec<(EngineKind, f64, EngineResult)> = vec![];
     let mut winner: Option<usize> = None;
-    let has_primary = engines.iter().any(|e| e.kind() == EngineKind::Apc);
-    let primary_done = AtomicBool::new(!has_primary);
-    let stage_at = Instant::now() + cx.left().mul_f64(STAGE_SHARE).min(STAGE_DELAY_MAX);
     let kinds: Vec<EngineKind> = engines.iter().map(|e| e.kind()).collect();
-    // Alone, the fuzzer needs no lower priority (nor a wait for the others).
-    let fuzz_shares = kinds.len() > 1;
     std::thread::scope(|scope| {
         let total = engines.len();
         for engine in engines {
             let tx = tx.clone();
             let kind = engine.kind();
-            let primary_done = &primary_done;
             let spawned = std::thread::Builder::new().name(format!("engine-{}", kind.name())).spawn_scoped(scope, move || {
                 let start = Instant::now();
-                if matches!(kind, EngineKind::Fuzz | EngineKind::Chc) && fuzz_shares {
-                    while Instant::now() < stage_at && !primary_done.load(Ordering::Relaxed) && !cx.cancelled() {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    // SAFETY: plain system calls on this thread's own scheduling priority.
-                    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(SECONDARY_NICE)) };
+                if kind == EngineKind::Apc {
+                    cx.apc_tid.store(unsafe { libc::gettid() }, Ordering::SeqCst);
                 }
                 let result = if cx.cancelled() { EngineResult::new(Finding::Unknown("cancelled before it started".into())) } else { engine.run(cx) };
                 let _ = tx.send((kind, start.elapsed().as_secs_f64(), result));
@@ -308,35 +317,33 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             }
         }
         drop(tx);
-        let lower_apc_at = Instant::now() + APC_HEAD_START;
-        let mut apc_lowered = false;
-        let dse_running = kinds.contains(&EngineKind::Dse) && kinds.contains(&EngineKind::Apc);
+        let head_start_ends = Instant::now() + APC_HEAD_START;
+        let mut applied: Option<(i32, i32)> = None;
         while results.len() < total {
-            let r = if dse_running && !apc_lowered {
-                match rx.recv_timeout(lower_apc_at.saturating_duration_since(Instant::now())) {
-                    Ok(r) => r,
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                        // The APC has had its head start: from now on it shares the machine
-                        // with the DSE as one engine.
-                        if !results.iter().any(|(k, _, _)| *k == EngineKind::Dse) {
-                            crate::solve::set_worker_nice(APC_SHARE_NICE);
-                        }
-                        apc_lowered = true;
-                        continue;
-                    }
-                    Err(_) => break,
-                }
+            // The APC's priority (its solver workers', its own thread's), from what runs now.
+            let running = |k: EngineKind| kinds.contains(&k) && !results.iter().any(|(r, _, _)| *r == k);
+            let searches_beside = running(EngineKind::Dse) || running(EngineKind::Fuzz);
+            let wanted = if cx.apc_unproductive.load(Ordering::Relaxed) && searches_beside {
+                (APC_YIELD_NICE, APC_YIELD_NICE)
+            } else if running(EngineKind::Dse) && Instant::now() >= head_start_ends {
+                (APC_SHARE_NICE, 0)
             } else {
-                let Ok(r) = rx.recv() else { break };
-                r
+                (0, 0)
             };
-            if r.0 == EngineKind::Apc {
-                primary_done.store(true, Ordering::Relaxed);
+            if running(EngineKind::Apc) && applied != Some(wanted) {
+                crate::solve::set_worker_nice(wanted.0);
+                let tid = cx.apc_tid.load(Ordering::Relaxed);
+                if tid > 0 {
+                    // SAFETY: a plain system call; at worst the thread has just ended.
+                    unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(wanted.1)) };
+                }
+                applied = Some(wanted);
             }
-            if r.0 == EngineKind::Dse && apc_lowered {
-                // The DSE has ended: the APC's solvers have the machine to themselves again.
-                crate::solve::set_worker_nice(0);
-            }
+            let r = match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(r) => r,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(_) => break,
+            };
             let definite = r.2.finding.is_definite();
             results.push(r);
             if definite && winner.is_none() {
@@ -464,7 +471,7 @@ mod tests {
 
     #[test]
     fn the_other_engines_start_as_soon_as_apc_gives_up() {
-        // apc ends at once without an answer: dse must not wait for the stage delay.
+        // apc ends at once without an answer: dse wins at once.
         let (r, took) = race_of(
             vec![
                 Box::new(Scripted { kind: EngineKind::Apc, delay: Duration::ZERO, finding: || Finding::Unknown("nothing".into()) }),
@@ -473,7 +480,7 @@ mod tests {
             Duration::from_secs(60),
         );
         assert_eq!(r.winner, Some(EngineKind::Dse));
-        assert!(took < STAGE_DELAY_MAX, "{took:?}");
+        assert!(took < Duration::from_millis(300), "{took:?}");
     }
 
     #[test]

@@ -215,7 +215,7 @@ fn counting_blocks(f: &Function, defs: &Defs, dist: &[u32], headers: &BTreeSet<B
         let pred = if dt < de { *pred } else { pred.negate() };
         let (v, pred) = match (lhs, rhs) {
             (Operand::Value(v), Operand::Int { .. }) => (*v, pred),
-            (Operand::Int { .. }, Operand::Value(v)) => (*v, swap(pred)),
+            (Operand::Int { .. }, Operand::Value(v)) => (*v, pred.swapped()),
             _ => continue,
         };
         let large = match pred {
@@ -237,21 +237,6 @@ fn counting_blocks(f: &Function, defs: &Defs, dist: &[u32], headers: &BTreeSet<B
     }
     good.retain(|g| !bad.contains(g));
     (good, bad)
-}
-
-fn swap(p: IntPredicate) -> IntPredicate {
-    use IntPredicate::*;
-    match p {
-        Ugt => Ult,
-        Uge => Ule,
-        Ult => Ugt,
-        Ule => Uge,
-        Sgt => Slt,
-        Sge => Sle,
-        Slt => Sgt,
-        Sle => Sge,
-        x => x,
-    }
 }
 
 /// The blocks of the steps `u ± c` that feed `v` (through phis and casts), each with whether it

@@ -122,6 +122,22 @@ impl IntPredicate {
             Sle => Sgt,
         }
     }
+
+    /// The predicate with its operands exchanged: `a p b` is `b p.swapped() a`.
+    pub fn swapped(self) -> Self {
+        use IntPredicate::*;
+        match self {
+            Ugt => Ult,
+            Uge => Ule,
+            Ult => Ugt,
+            Ule => Uge,
+            Sgt => Slt,
+            Sge => Sle,
+            Slt => Sgt,
+            Sle => Sge,
+            Eq | Ne => self,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -126,7 +126,7 @@ fn sign_test(pred: IntPredicate, lhs: &Operand, rhs: &Operand, x: ValueId) -> bo
     use IntPredicate::*;
     let (pred, other) = match (lhs, rhs) {
         (Operand::Value(l), o) if *l == x => (pred, o),
-        (o, Operand::Value(r)) if *r == x => (swapped(pred), o),
+        (o, Operand::Value(r)) if *r == x => (pred.swapped(), o),
         _ => return false,
     };
     let Operand::Int { width, value } = *other else { return false };
@@ -143,23 +143,6 @@ fn sign_test(pred: IntPredicate, lhs: &Operand, rhs: &Operand, x: ValueId) -> bo
         // x <u 1 (x = 0), x ≥u 1 (x ≠ 0), and the constant outcomes of 0.
         Ult | Uge => value == 0 || value == 1,
         Ugt | Ule => value == 0,
-    }
-}
-
-/// `c pred x` as `x pred' c`.
-fn swapped(p: IntPredicate) -> IntPredicate {
-    use IntPredicate::*;
-    match p {
-        Eq => Eq,
-        Ne => Ne,
-        Ugt => Ult,
-        Uge => Ule,
-        Ult => Ugt,
-        Ule => Uge,
-        Sgt => Slt,
-        Sge => Sle,
-        Slt => Sgt,
-        Sle => Sge,
     }
 }
 

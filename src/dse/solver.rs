@@ -12,7 +12,8 @@ use std::time::Instant;
 use z3::ast::Bool;
 use z3::{Model, SatResult, Solver};
 
-/// Longest single query: a state whose query times out is given up, not decided.
+/// Longest single query, in CPU time of the search's thread (see [`QueryClock`]): a state whose
+/// query times out is given up, not decided.
 const QUERY_MS: u32 = 3_000;
 
 /// Queries end this long before the search's deadline.
@@ -21,34 +22,57 @@ pub const DEADLINE_MARGIN: std::time::Duration = std::time::Duration::from_milli
 /// The end of the query under way, for the search's watchdog, which interrupts the thread's
 /// context once a query is [`QUERY_GRACE`] past its budget: the DSE's only time limit on a
 /// query (see [`PathSolver::check_within`] for why not Z3's `timeout`).
+///
+/// The budget is CPU time of the querying thread, not wall time: beside the other engines on
+/// two cores a query gets a fraction of a core, and with a wall-clock budget whether a search
+/// was exact depended on the load. The search's deadline stays wall time (checked by the
+/// watchdog).
 #[derive(Debug)]
 pub struct QueryClock {
-    base: Instant,
-    /// Milliseconds after `base` when the running query is overdue; `u64::MAX`: none runs.
-    until_ms: std::sync::atomic::AtomicU64,
+    /// The CPU-time clock of the thread whose query runs.
+    cpu_clock: std::sync::atomic::AtomicI32,
+    /// Its reading (ns) when the running query is overdue; `u64::MAX`: none runs.
+    until_ns: std::sync::atomic::AtomicU64,
 }
 
 /// How far past its budget a query may run before the watchdog interrupts it.
 pub const QUERY_GRACE: std::time::Duration = std::time::Duration::from_millis(0);
 
+/// The reading of CPU-time clock `clock` in nanoseconds (0 if it cannot be read).
+fn cpu_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid out-pointer; a clock of a thread that ended gives an error.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 impl QueryClock {
     pub fn new() -> Self {
-        QueryClock { base: Instant::now(), until_ms: std::sync::atomic::AtomicU64::new(u64::MAX) }
+        QueryClock { cpu_clock: std::sync::atomic::AtomicI32::new(libc::CLOCK_MONOTONIC), until_ns: std::sync::atomic::AtomicU64::new(u64::MAX) }
     }
 
+    /// Arms the clock for a query of `budget_ms` of the calling thread's CPU time.
     fn arm(&self, budget_ms: u32) {
-        let until = self.base.elapsed() + std::time::Duration::from_millis(budget_ms as u64) + QUERY_GRACE;
-        self.until_ms.store(until.as_millis() as u64, std::sync::atomic::Ordering::SeqCst);
+        let mut clock: libc::clockid_t = libc::CLOCK_MONOTONIC;
+        // SAFETY: the calling thread's own CPU-time clock id, written to a valid pointer.
+        if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) } != 0 {
+            clock = libc::CLOCK_MONOTONIC;
+        }
+        let budget = std::time::Duration::from_millis(budget_ms as u64) + QUERY_GRACE;
+        self.cpu_clock.store(clock, std::sync::atomic::Ordering::SeqCst);
+        self.until_ns.store(cpu_ns(clock).saturating_add(budget.as_nanos() as u64), std::sync::atomic::Ordering::SeqCst);
     }
 
     fn disarm(&self) {
-        self.until_ms.store(u64::MAX, std::sync::atomic::Ordering::SeqCst);
+        self.until_ns.store(u64::MAX, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Whether a query is running past its budget.
     pub fn overdue(&self) -> bool {
-        let until = self.until_ms.load(std::sync::atomic::Ordering::SeqCst);
-        until != u64::MAX && self.base.elapsed().as_millis() as u64 > until
+        let until = self.until_ns.load(std::sync::atomic::Ordering::SeqCst);
+        until != u64::MAX && cpu_ns(self.cpu_clock.load(std::sync::atomic::Ordering::SeqCst)) > until
     }
 }
 
@@ -193,7 +217,10 @@ impl PathSolver {
                 Sat::Yes
             }
             SatResult::Unsat => Sat::No,
-            SatResult::Unknown => Sat::Unknown,
+            SatResult::Unknown => {
+                tracing::debug!(reason = ?self.solver.get_reason_unknown(), ms, "path query undecided");
+                Sat::Unknown
+            }
         }
     }
 

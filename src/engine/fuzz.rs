@@ -23,6 +23,10 @@ const FIRST_ROUND_MIN: Duration = Duration::from_secs(2);
 /// the proof's CPU (a quantified APC's proof took 9–11 s beside it at full priority, 3 s
 /// alone).
 const FULL_PRIORITY_FUZZING: Duration = Duration::from_millis(1500);
+/// How long the fuzzing build stays at its background priority once the race has started:
+/// the APC's quick proofs and models come within it (OneLoop's in 30 ms), and a clang at full
+/// priority beside them doubled their time.
+const RAISE_BUILD_AFTER: Duration = Duration::from_millis(100);
 /// Nice value of the fuzzer's later rounds, beside other engines.
 const LATER_NICE: libc::c_int = 10;
 
@@ -120,7 +124,7 @@ impl Engine for FuzzEngine {
         // The build runs at low priority: wait for it, but not past a cancel or the deadline
         // (the race waits for every engine; the build is left to `cleanup::finish`).
         while !self.build.is_finished() {
-            if !raised {
+            if !raised && (self.alone || tb.elapsed() >= RAISE_BUILD_AFTER) {
                 let tid = self.build_tid.load(std::sync::atomic::Ordering::SeqCst);
                 if tid > 0 {
                     raise_build_priority(tid, nice);

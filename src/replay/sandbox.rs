@@ -222,6 +222,19 @@ unsafe fn child(plan: &ChildPlan) -> ! {
             syscall(SYS_close, fd);
         }
     }
+    // Every signal back to its default action before any is unblocked. This process shares
+    // the analyser's memory (`CLONE_VM`) and got a copy of its signal handlers, Z3's SIGINT
+    // handler among them while a query runs (Z3 installs one per check). The init stays in
+    // that memory for the whole run; the SIGINT that stops a run reached it, and the handler
+    // then cancelled whatever Z3 query of the analyser was running (an exact DSE search turned
+    // inexact, one demo run in three) and ran Z3 code on the analyser's heap from another
+    // process. With the default action, an init ignores the signals it has no handler for.
+    let default_action: [u64; 4] = [SIG_DFL as u64, 0, 0, 0];
+    for sig in 1..=64usize {
+        if sig != SIGKILL as usize && sig != SIGSTOP as usize {
+            syscall(SYS_rt_sigaction, sig, default_action.as_ptr(), std::ptr::null_mut::<u64>(), 8usize);
+        }
+    }
     // The tool blocks SIGINT/SIGTERM/SIGHUP for its signal thread; the program starts with none.
     let empty: [u64; 1] = [0];
     step(e, 0, syscall(SYS_rt_sigprocmask, SIG_SETMASK, empty.as_ptr(), std::ptr::null_mut::<u64>(), 8usize));

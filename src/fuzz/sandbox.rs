@@ -33,3 +33,37 @@ pub fn run(dir: &Path, args: &[String], limits: Limits, log: &Path, deadline: In
     };
     execute(&job)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    static HANDLER_RAN: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn on_sigint(_: libc::c_int) {
+        HANDLER_RAN.store(true, Ordering::SeqCst);
+    }
+
+    /// The run's init shares the analyser's memory (`CLONE_VM`) and never execs: when a stopped
+    /// run's SIGINT reached it with a handler inherited from the analyser (Z3 installs one per
+    /// query), the handler ran there, on the analyser's memory, and cancelled its running
+    /// query. Here the analyser's handler sets a flag in that shared memory: it must stay unset.
+    #[test]
+    fn stopping_a_run_never_runs_the_analysers_signal_handlers() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("spin.c");
+        std::fs::write(&src, "int main(void) { for (;;) {} }\n").unwrap();
+        let out = std::process::Command::new(crate::load::clang_path()).args(["-static", "-O0", "-w"]).arg(&src).arg("-o").arg(d.path().join(EXE)).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let old = unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
+        let never = AtomicBool::new(false);
+        let started = Instant::now();
+        let r = run(d.path(), &[], Limits::default(), &d.path().join("log"), Instant::now() + Duration::from_millis(300), &never);
+        unsafe { libc::signal(libc::SIGINT, old) };
+        let r = r.unwrap();
+        assert_eq!(r.stopped, Some(Stopped::Deadline), "{:?}", r.status);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(!HANDLER_RAN.load(Ordering::SeqCst), "the init ran the analyser's SIGINT handler");
+    }
+}

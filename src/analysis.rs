@@ -163,11 +163,13 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         } else {
             // In a solver check that does not look at the stop flag: left to end on its own
             // (within its check budget), at the lowest priority, and the report goes without
-            // the APC's description.
+            // the APC's description. It may still be inside Z3 when the report is out, so the
+            // process must not end through libz3's static destructors.
+            solve::note_thread_left_running();
             let tid = build_tid.load(std::sync::atomic::Ordering::SeqCst);
             if tid > 0 {
                 // SAFETY: a plain system call; at worst the thread has just ended.
-                unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(19)) };
             }
             info!("the APC's build was still running when the race ended; not waited for");
         }

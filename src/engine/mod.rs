@@ -146,8 +146,9 @@ pub trait Engine: Send {
 /// and the APC is built inside the race (see [`pending`]). The fuzzer used to wait 300 ms and
 /// run at nice 5 beside the symbolic engines; with the APC's build before the race that made
 /// the portfolio 4-13x slower than the fuzzer alone where it wins (matrir 2.7 s against 0.6 s,
-/// eqcnt 9.6 s against 0.7 s), and the equal start measured as fast overall (geometric mean
-/// over `c-benchmarks/` 2.13x the best single engine, against 2.12x).
+/// eqcnt 9.6 s against 0.7 s). With the equal start and the yields (the APC's below, the
+/// fuzzer's in `fuzz.rs`), the geometric mean over `c-benchmarks/` went from 2.12x the best
+/// single engine to 1.68x.
 /// How long the APC's solvers run at full priority beside the DSE: most proofs of the APC come
 /// within it (OneLoop's in 30 ms). After it, while the DSE runs, they run at
 /// [`APC_SHARE_NICE`]; once the DSE has ended, at full priority again.

@@ -475,6 +475,12 @@ const CANCEL_GRACE: Duration = Duration::from_millis(5);
 /// through [`exit_now`], never through `exit()` and libz3's static destructors.
 static WORKERS_LEFT_RUNNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Records that a thread still inside Z3 was left running, detached (the APC's build once the
+/// race no longer needs it): the process must then end through [`exit_now`].
+pub fn note_thread_left_running() {
+    WORKERS_LEFT_RUNNING.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// Whether some solver thread was left running (see [`exit_now`]).
 pub fn workers_left_running() -> bool {
     WORKERS_LEFT_RUNNING.load(std::sync::atomic::Ordering::SeqCst)

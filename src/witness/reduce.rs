@@ -152,10 +152,31 @@ impl Reducer<'_> {
     /// then a buffer with pointer slots (a struct) gets its other bytes shrunk towards 0 (its
     /// fields: a length, a position), once what they point to is as short as it gets.
     fn buffer_tree(&mut self, k: usize, shape: BufferShape) {
+        if let Some(l) = shape.length_param {
+            self.length_within(k, l);
+        }
         if !shape.fixed {
             self.buffer(&[k], shape.length_param);
         }
         self.below(&[k]);
+    }
+
+    /// A tied length beyond its buffer's data (a fuzzer's random `len`, reading past the bytes
+    /// given into the slack) first tries the data's length: one replay, where bisecting it down
+    /// from 2^28 would take 28, and a witness whose length fits its buffer is one a caller can
+    /// pass.
+    fn length_within(&mut self, buffer: usize, length: usize) {
+        let Some(ParamInput::Int { width, value, .. }) = self.best.params.get(length) else { return };
+        let (width, value) = (*width, *value);
+        let n = self.data_len(&[buffer]) as u64;
+        if value <= n || self.stopped {
+            return;
+        }
+        let mut w = self.best.clone();
+        if let ParamInput::Int { value, .. } = &mut w.params[length] {
+            *value = n & mask(width);
+        }
+        self.try_keep(w);
     }
 
     /// The pointees of the buffer at `path`, cut and shrunk, then its own fields.
@@ -448,6 +469,19 @@ mod tests {
         assert_eq!(bytes_of(&r.witness, 0), b"[[[9");
         assert_eq!(value_of(&r.witness, 1), 4);
         assert!(r.kept > 0 && r.runs >= r.kept);
+    }
+
+    #[test]
+    fn a_length_past_its_buffer_first_tries_the_buffer_s_length() {
+        // A fuzzer's witness: `len` far beyond the 3 bytes given; the target needs `<<x` only.
+        let w = Witness { params: vec![buf("s", b"<<x"), int("len", 64, 364_904_448)], nondet: vec![] };
+        let mut judge = |w: &Witness| {
+            let (s, len) = (bytes_of(w, 0), value_of(w, 1) as usize);
+            if len >= 3 && s.starts_with(b"<<x") { Judgement::Reaches } else { Judgement::Misses }
+        };
+        let r = reduce(&w, &[BufferShape { length_param: Some(1), fixed: false }, BufferShape::default()], budget(), &mut judge);
+        assert_eq!((bytes_of(&r.witness, 0), value_of(&r.witness, 1)), (b"<<x".to_vec(), 3));
+        assert!(r.runs <= 12, "{} runs (bisecting the length alone takes 28)", r.runs);
     }
 
     #[test]

@@ -289,6 +289,7 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(u
     let what = match set {
         load::TargetSet::EveryBlock => "every block".to_string(),
         load::TargetSet::EveryCallTo(f) => format!("every call to {f}"),
+        load::TargetSet::EveryLineOf(f) => format!("every line of {f}"),
         load::TargetSet::Listed(_) => "the listed targets".to_string(),
     };
     let n = targets.len();

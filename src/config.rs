@@ -51,7 +51,7 @@ pub struct Config {
     /// `--ub-is-error`: a witness that relies on undefined behaviour does not count as reaching
     /// (implies `check_ub`).
     pub ub_is_error: bool,
-    /// Targets analysed at once in the batch modes (`--cover`, `--all-calls`, `--targets`).
+    /// Targets analysed at once in the batch modes (`--cover`, `--all-calls`, `--all-lines`, `--targets`).
     pub jobs: usize,
     /// `--pure NAME`: functions whose calls stay unknowns in the APC and are run natively on the
     /// model's arguments (mixed concrete-symbolic solving, see [`crate::replay::pure`]).

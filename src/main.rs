@@ -18,7 +18,7 @@ use std::time::Duration;
 /// say otherwise: then 3), 2 for bad usage or input, 1 for an internal error.
 #[derive(Parser, Debug)]
 #[command(name = "apc-llvm", version, verbatim_doc_comment)]
-#[command(group(ArgGroup::new("target").required(true).args(["block", "line", "call", "cover", "all_calls", "targets"])))]
+#[command(group(ArgGroup::new("target").required(true).args(["block", "line", "call", "cover", "all_calls", "all_lines", "targets"])))]
 struct Cli {
     /// Program to analyse: LLVM bitcode (.bc), textual IR (.ll), or C (.c, compiled with clang-19 -g -O0);
     /// several are linked into one program
@@ -49,6 +49,10 @@ struct Cli {
     /// Many targets: every block that calls FUNC, each call site analysed on its own
     #[arg(long, value_name = "FUNC")]
     all_calls: Option<String>,
+    /// Many targets: every line of source FILE with code of --function or the functions it
+    /// calls (as --line accepts them), each analysed on its own
+    #[arg(long, value_name = "FILE")]
+    all_lines: Option<String>,
     /// Many targets: those listed in FILE, one per line as `block:LABEL`, `line:FILE:N` or
     /// `call:FUNC` (`#` starts a comment), each analysed on its own
     #[arg(long, value_name = "FILE")]
@@ -128,7 +132,7 @@ struct Cli {
     /// undefined). Implies --check-ub
     #[arg(long)]
     ub_is_error: bool,
-    /// Targets analysed at once in the batch modes (--cover, --all-calls, --targets), each with
+    /// Targets analysed at once in the batch modes (--cover, --all-calls, --all-lines, --targets), each with
     /// the whole --timeout [default: half the cores, at least 1]
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
@@ -175,7 +179,7 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         (Some(b), _, _) => TargetSpec::Block(b.clone()),
         (_, Some(l), _) => TargetSpec::parse_line(l)?,
         (_, _, Some(c)) => TargetSpec::Call(c.clone()),
-        // Many targets (`--cover`, `--all-calls`): each run gets its own (see `batch_set`).
+        // Many targets (`--cover`, `--all-calls`, `--all-lines`, `--targets`): each run gets its own (see `batch_set`).
         _ => TargetSpec::Block(String::new()),
     };
     if !(cli.timeout.is_finite() && cli.timeout > 0.0) {
@@ -262,10 +266,13 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     Ok(config)
 }
 
-/// The target set of `--cover` / `--all-calls` / `--targets`, if one was asked for.
+/// The target set of `--cover` / `--all-calls` / `--all-lines` / `--targets`, if one was asked for.
 fn batch_set(cli: &Cli) -> Result<Option<apc_llvm::load::TargetSet>, Error> {
     if let Some(file) = &cli.targets {
         return read_targets(file).map(|t| Some(apc_llvm::load::TargetSet::Listed(t)));
+    }
+    if let Some(file) = &cli.all_lines {
+        return Ok(Some(apc_llvm::load::TargetSet::EveryLineOf(file.clone())));
     }
     Ok(match (&cli.all_calls, cli.cover) {
         (Some(f), _) => Some(apc_llvm::load::TargetSet::EveryCallTo(f.clone())),

@@ -1,5 +1,5 @@
 //! Many targets at once: `--cover` (every block of a function: a replayed test or a proof each)
-//! and `--all-calls F` (every call site of F on its own).
+//! `--all-calls F` (every call site of F on its own) and `--all-lines FILE` (every line with code).
 
 mod common;
 use common::*;
@@ -87,4 +87,29 @@ fn parallel_jobs_give_the_same_batch() {
     assert_eq!(c_files(t2.path()), 3);
     let out = run_on(&p.path, &["--function", "h", "--cover", "--jobs", "0"]);
     assert_bad_input(&out, "--jobs");
+}
+
+/// `--all-lines FILE`: every line of the file with code, each on its own: the loop body's two
+/// lines proved dead, the others replayed; a file the function has no code from is bad input.
+#[test]
+fn all_lines_analyses_every_line_with_code() {
+    let p = c_program("lines", DEAD_BODY);
+    let r = json_report(&p.path, &["--function", "h", "--all-lines", "lines.c", "--timeout", "20"]);
+    let got: Vec<(String, String)> = r["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["target_spec"].as_str().unwrap().to_string(), t["verdict"].as_str().unwrap().to_string()))
+        .collect();
+    let verdict = |line: u32| got.iter().find(|(t, _)| *t == format!("line lines.c:{line}")).map(|(_, v)| v.as_str());
+    for dead in [4, 5] {
+        assert_eq!(verdict(dead), Some("unreachable"), "{r:#}");
+    }
+    for live in [2, 3, 7] {
+        assert_eq!(verdict(live), Some("reachable"), "{r:#}");
+    }
+    assert_eq!(verdict(6), None, "a line without code is no target: {r:#}");
+    let numbers: Vec<u32> = got.iter().map(|(t, _)| t.rsplit(':').next().unwrap().parse().unwrap()).collect();
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "in line order: {r:#}");
+    assert_bad_input(&run_on(&p.path, &["--function", "h", "--all-lines", "other.c"]), "--all-lines other.c: no code of 'h' or its callees comes from 'other.c'");
 }

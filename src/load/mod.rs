@@ -258,6 +258,9 @@ pub enum TargetSet {
     EveryBlock,
     /// Every block (of the function or the functions it calls) that calls this function.
     EveryCallTo(String),
+    /// Every line of this source file with code of the function or the functions it calls
+    /// (`--all-lines FILE`).
+    EveryLineOf(String),
     /// Targets listed by the user (`--targets FILE`).
     Listed(Vec<TargetSpec>),
 }
@@ -302,6 +305,7 @@ pub fn list_targets(path: &Path, function: &str, set: &TargetSet, options: &Load
             }
             Ok(out)
         }
+        TargetSet::EveryLineOf(file) => target::lines_of(module.as_mut_ptr(), function, file),
     }
 }
 

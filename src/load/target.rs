@@ -145,6 +145,37 @@ fn file_matches(debug_file: &str, debug_dir: &str, wanted: &str) -> bool {
     }
 }
 
+/// Every line of `file` that holds code of `function` or the functions it calls (what
+/// `--line` accepts there), in order: the targets of `--all-lines`.
+pub fn lines_of(m: LLVMModuleRef, function: &str, file: &str) -> Result<Vec<TargetSpec>> {
+    let f = find_function(m, function).expect("function checked by caller");
+    let (mut lines, mut files, mut any_debug) = (std::collections::BTreeSet::new(), vec![], false);
+    for func in reachable_functions(f) {
+        for b in llvm::blocks(func) {
+            for i in llvm::instructions(b) {
+                let Some(l) = llvm::debug_line(i).filter(|&l| l > 0) else { continue };
+                any_debug = true;
+                let Some(df) = llvm::debug_file(i) else { continue };
+                if file_matches(&df, &llvm::debug_dir(i), file) {
+                    lines.insert(l);
+                } else if !files.contains(&df) {
+                    files.push(df);
+                }
+            }
+        }
+    }
+    if !any_debug {
+        return Err(Error::bad_input(format!("--all-lines {file}: function '{function}' has no debug line information (compile with -g)")));
+    }
+    if lines.is_empty() {
+        return Err(Error::bad_input(format!(
+            "--all-lines {file}: no code of '{function}' or its callees comes from '{file}' (their files: {})",
+            list_names(&files)
+        )));
+    }
+    Ok(lines.into_iter().map(|line| TargetSpec::Line { file: file.to_string(), line }).collect())
+}
+
 /// Resolves `spec` in `function` and, when not found there, in the functions it calls.
 pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Vec<ResolvedTarget>> {
     let f = find_function(m, function).expect("function checked by caller");

@@ -134,6 +134,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
                 })),
                 EngineKind::Fuzz => Some(Box::new(fuzz.take()?)),
                 EngineKind::Chc => Some(Box::new(crate::engine::chc::ChcEngine { program: Arc::new(loaded.program.clone()) })),
+                EngineKind::KInduction => Some(Box::new(crate::engine::chc::KInductionEngine { program: Arc::new(loaded.program.clone()) })),
             }
         })
         .collect();

@@ -92,3 +92,63 @@ fn a_function_too_large_to_encode_is_declined() {
     assert_eq!(r["verdict"], "unknown", "{r:#}");
     assert!(r["reason"].as_str().unwrap().contains("not encoded as Horn clauses"), "{}", r["reason"]);
 }
+
+const STEPS: &str = r#"
+extern void reach_error(void);
+extern int __VERIFIER_nondet_int(void);
+void stride(unsigned n) {
+  unsigned x = 0;
+  while (x < n) { x += 2; if (x == 7) reach_error(); }
+}
+void stride_twin(unsigned n) {
+  unsigned x = 0;
+  while (x < n) { x += 2; if (x == 8) reach_error(); }
+}
+void cycle(void) {
+  int s = 0;
+  while (__VERIFIER_nondet_int()) { s = (s + 1) % 3; if (s == 5) reach_error(); }
+}
+void cycle_twin(void) {
+  int s = 0;
+  while (__VERIFIER_nondet_int()) { s = (s + 1) % 3; if (s == 2) reach_error(); }
+}
+void wraps(void) {
+  unsigned char x = 250;
+  while (__VERIFIER_nondet_int()) { x += 3; if (x == 1) reach_error(); }
+}
+"#;
+
+fn steps(function: &str, engine: &str) -> serde_json::Value {
+    analyse("kind", STEPS, &["--function", function, "--call", "reach_error", "--engine", engine, "--timeout", "20"])
+}
+
+/// `--engine k-induction`: a target whose unreachability is k-inductive over the function's
+/// steps is proved without an invariant (an odd value never met by a bounded even stride; a
+/// remainder by 3 never 5); each twin, one constant changed, is not proved (the base case
+/// reaches it) and is `reachable` in the default portfolio.
+#[test]
+fn k_induction_proves_k_inductive_targets_and_never_their_twins() {
+    for f in ["stride", "cycle"] {
+        let r = steps(f, "k-induction");
+        assert_eq!(r["verdict"], "unreachable", "{f}: {r:#}");
+        assert_eq!(r["engine"], "k-induction", "{f}");
+        assert!(r["reason"].as_str().unwrap().starts_with("k-induction over the function's steps"), "{f}: {r:#}");
+    }
+    for f in ["stride_twin", "cycle_twin"] {
+        let r = steps(f, "k-induction");
+        assert_eq!(r["verdict"], "unknown", "{f}: k-induction never says reachable: {r:#}");
+        assert!(r["reason"].as_str().unwrap().contains("steps enters a target"), "{f}: the base case reaches it: {r:#}");
+        let r = analyse("kind", STEPS, &["--function", f, "--call", "reach_error", "--timeout", "20"]);
+        assert_eq!(r["verdict"], "reachable", "{f}: {r:#}");
+    }
+}
+
+/// Bit-precise: `x` starts at 250 and only grows over the integers, but wraps past 255 to 1 on
+/// the machine: never proved unreachable.
+#[test]
+fn k_induction_never_proves_a_target_reached_through_wrap_around() {
+    let r = analyse("kind", STEPS, &["--function", "wraps", "--call", "reach_error", "--engine", "k-induction", "--timeout", "10"]);
+    assert_ne!(r["verdict"], "unreachable", "{r:#}");
+    let r = analyse("kind", STEPS, &["--function", "wraps", "--call", "reach_error", "--engine", "chc,k-induction", "--timeout", "10"]);
+    assert_ne!(r["verdict"], "unreachable", "{r:#}");
+}

@@ -21,6 +21,8 @@ use crate::ir::{BinOp, Block, BlockId, CastOp, Callee, Function, InstKind, IntPr
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
+pub mod kinduction;
+
 /// A Horn problem in SMT-LIB (`(set-logic HORN)` is the solver's): declarations and clauses.
 #[derive(Clone, Debug)]
 pub struct HornProblem {
@@ -85,7 +87,8 @@ fn bv(value: u64, width: u32) -> String {
 }
 
 /// One clause being built: its universally quantified variables and its constraints.
-struct Clause {
+#[derive(Clone)]
+pub(crate) struct Clause {
     theory: Theory,
     vars: Vec<(String, u32)>,
     body: Vec<String>,
@@ -318,11 +321,13 @@ impl Encoder<'_> {
 
     /// The clause of the edge `b` → `succ` taken under `guard` (terms over the block's
     /// registers), or the query when `succ` is `None`.
-    fn edge(&self, b: &Block, preds: &[Option<String>], succ: Option<BlockId>, guard: &dyn Fn(&HashMap<ValueId, String>, &mut Clause) -> Option<String>) -> Option<String> {
+    /// The clause of the edge from `b` to `succ` (`None`: `b` is a target, the query), with
+    /// the names of the state after it (`n0`, `n1`, ...; `s0`, ... before it).
+    fn edge(&self, b: &Block, preds: &[Option<String>], succ: Option<BlockId>, guard: &dyn Fn(&HashMap<ValueId, String>, &mut Clause) -> Option<String>) -> Option<Edge> {
         let mut c = Clause::new(self.theory);
         let pre: Vec<String> = self.state.iter().enumerate().map(|(k, (_, w))| c.var(format!("s{k}"), *w)).collect();
         let me = preds[b.id.0 as usize].as_ref()?;
-        c.body.push(if pre.is_empty() { me.clone() } else { format!("({me} {})", pre.join(" ")) });
+        let pre = if pre.is_empty() { me.clone() } else { format!("({me} {})", pre.join(" ")) };
         let mut locals: HashMap<ValueId, String> = HashMap::new();
         for inst in &b.insts {
             if let InstKind::Phi { .. } = inst.kind {
@@ -348,8 +353,8 @@ impl Encoder<'_> {
         if let Some(g) = guard(&locals, &mut c) {
             c.body.push(g);
         }
-        let Some(succ) = succ else { return Some(c.render("false")) };
-        let target = preds[succ.0 as usize].as_ref()?;
+        let Some(succ) = succ else { return Some(Edge { from: b.id, to: None, pre, clause: c, post: vec![] }) };
+        preds[succ.0 as usize].as_ref()?;
         // The state in `succ`: its phis take their value from this edge, the registers this
         // block defined their new value, the rest stay.
         let succ_block = self.f.block(succ);
@@ -370,9 +375,31 @@ impl Encoder<'_> {
             }
             post.push(n);
         }
-        let head = if post.is_empty() { target.clone() } else { format!("({target} {})", post.join(" ")) };
-        Some(c.render(&head))
+        Some(Edge { from: b.id, to: Some(succ), pre, clause: c, post })
     }
+}
+
+/// One clause of the encoding: the step from block `from` into `to` (`None`: `from` is a
+/// target, and the clause is the query). Its variables: the state before (`s0`, `s1`, ...),
+/// after (`post`: `n0`, `n1`, ...), the block's registers (`l…`) and unknowns (`f…`).
+pub(crate) struct Edge {
+    pub(crate) from: BlockId,
+    pub(crate) to: Option<BlockId>,
+    /// The predicate of `from` over the state before: the clause's premise besides `clause`.
+    pub(crate) pre: String,
+    pub(crate) clause: Clause,
+    pub(crate) post: Vec<String>,
+}
+
+/// The function's steps, as [`encode`] renders them and [`kinduction`] unrolls them.
+pub struct Transitions {
+    pub(crate) theory: Theory,
+    /// The predicate of each block, by block index (`None`: not on a path to a target).
+    pub(crate) predicates: Vec<Option<String>>,
+    /// The state registers and their widths, in predicate argument order.
+    pub(crate) state: Vec<(ValueId, u32)>,
+    pub(crate) entry: BlockId,
+    pub(crate) edges: Vec<Edge>,
 }
 
 /// Most (blocks on the way to a target) × (state registers) an encoding may have.
@@ -381,6 +408,37 @@ const MAX_STATE_CELLS: usize = 2_000_000;
 /// Encodes `f` in `theory`; `None` when no block is a target, or when the function is too
 /// large to encode ([`MAX_STATE_CELLS`]).
 pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
+    let t = transitions(f, theory)?;
+    let sorts: Vec<String> = t.state.iter().map(|(_, w)| theory.sort(*w)).collect();
+    let mut out = String::new();
+    for p in t.predicates.iter().flatten() {
+        let _ = writeln!(out, "(declare-fun {p} ({}) Bool)", sorts.join(" "));
+    }
+    // Entry: any parameters, any other registers.
+    {
+        let mut c = Clause::new(theory);
+        let args: Vec<String> = t.state.iter().enumerate().map(|(k, (_, w))| c.var(format!("s{k}"), *w)).collect();
+        let p = t.predicates[t.entry.0 as usize].as_ref().expect("the entry leads to a target");
+        out.push_str(&c.render(&if args.is_empty() { p.clone() } else { format!("({p} {})", args.join(" ")) }));
+    }
+    for e in &t.edges {
+        let head = match e.to {
+            None => "false".to_string(),
+            Some(to) => {
+                let p = t.predicates[to.0 as usize].as_ref().expect("edges lead to blocks with predicates");
+                if e.post.is_empty() { p.clone() } else { format!("({p} {})", e.post.join(" ")) }
+            }
+        };
+        let mut c = e.clause.clone();
+        c.body.insert(0, e.pre.clone());
+        out.push_str(&c.render(&head));
+    }
+    let registers = t.state.iter().map(|(v, _)| f.value_name(*v).to_string()).collect();
+    Some(HornProblem { smtlib: out, predicates: t.predicates, registers })
+}
+
+/// The steps of `f` in `theory` (see [`encode`]).
+pub fn transitions(f: &Function, theory: Theory) -> Option<Transitions> {
     let targets: Vec<BlockId> = f.target_blocks();
     if targets.is_empty() {
         return None;
@@ -461,27 +519,14 @@ pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
     let enc = Encoder { f, theory, state, in_state };
     let e = &enc;
     let predicates: Vec<Option<String>> = f.blocks.iter().map(|b| useful.contains(&b.id).then(|| format!("P{}", b.id.0))).collect();
-    let sorts: Vec<String> = enc.state.iter().map(|(_, w)| theory.sort(*w)).collect();
-    let mut out = String::new();
-    for p in predicates.iter().flatten() {
-        let _ = writeln!(out, "(declare-fun {p} ({}) Bool)", sorts.join(" "));
-    }
-    // Entry: any parameters, any other registers.
-    {
-        let mut c = Clause::new(theory);
-        let args: Vec<String> = enc.state.iter().enumerate().map(|(k, (_, w))| c.var(format!("s{k}"), *w)).collect();
-        let p = predicates[f.entry().0 as usize].as_ref().expect("the entry leads to a target");
-        out.push_str(&c.render(&if args.is_empty() { p.clone() } else { format!("({p} {})", args.join(" ")) }));
-    }
+    let mut edges: Vec<Edge> = vec![];
     for b in &f.blocks {
         if predicates[b.id.0 as usize].is_none() {
             continue;
         }
         if b.target.is_some() {
             // Entering a target is reaching it: the query.
-            if let Some(q) = enc.edge(b, &predicates, None, &|_, _| None) {
-                out.push_str(&q);
-            }
+            edges.extend(enc.edge(b, &predicates, None, &|_, _| None));
             continue;
         }
         match &b.term {
@@ -491,9 +536,7 @@ pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
                     let guard = move |l: &HashMap<ValueId, String>, c: &mut Clause| {
                         (e.width_of(&cond) == Some(1)).then(|| e.operand(&cond, l, c).map(|t| format!("(= {t} {bit})"))).flatten()
                     };
-                    if let Some(cl) = enc.edge(b, &predicates, Some(succ), &guard) {
-                        out.push_str(&cl);
-                    }
+                    edges.extend(enc.edge(b, &predicates, Some(succ), &guard));
                 }
             }
             Terminator::Switch { value, default, cases } => {
@@ -510,22 +553,17 @@ pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
                             None => format!("(and {})", keys.iter().map(|k| format!("(distinct {t} {})", theory.lit(*k, w))).collect::<Vec<_>>().join(" ")),
                         })
                     };
-                    if let Some(cl) = enc.edge(b, &predicates, Some(succ), &guard) {
-                        out.push_str(&cl);
-                    }
+                    edges.extend(enc.edge(b, &predicates, Some(succ), &guard));
                 }
             }
             other => {
                 for succ in other.successors() {
-                    if let Some(cl) = enc.edge(b, &predicates, Some(succ), &|_, _| None) {
-                        out.push_str(&cl);
-                    }
+                    edges.extend(enc.edge(b, &predicates, Some(succ), &|_, _| None));
                 }
             }
         }
     }
-    let registers = enc.state.iter().map(|(v, _)| f.value_name(*v).to_string()).collect();
-    Some(HornProblem { smtlib: out, predicates, registers })
+    Some(Transitions { theory, predicates, state: enc.state, entry: f.entry(), edges })
 }
 
 #[cfg(test)]
@@ -558,6 +596,20 @@ mod tests {
             value_names: vec!["x".into(), "cmp".into()],
             in_cycle: vec![false; 3],
         }
+    }
+
+    #[test]
+    fn k_induction_finds_the_short_path_and_proves_a_dead_branch() {
+        use super::kinduction::{search, KInductionAnswer, Unrolling};
+        let t = transitions(&small(), Theory::BitVectors).expect("a target");
+        assert_eq!(search(&Unrolling::new(&t).expect("small"), &|| false), KInductionAnswer::BaseFails { steps: 1 });
+        // `10 < 5` instead of `x < 10`: no step enters the target, from the entry or anywhere.
+        let mut f = small();
+        f.blocks[0].insts[0].kind = InstKind::ICmp { pred: IntPredicate::Slt, lhs: Operand::Int { width: 32, value: 10 }, rhs: Operand::Int { width: 32, value: 5 } };
+        let t = transitions(&f, Theory::BitVectors).expect("a target");
+        assert_eq!(search(&Unrolling::new(&t).expect("small"), &|| false), KInductionAnswer::Proved { k: 1 });
+        // A stop asked for ends the search.
+        assert!(matches!(search(&Unrolling::new(&t).expect("small"), &|| true), KInductionAnswer::Unknown(_)));
     }
 
     #[test]

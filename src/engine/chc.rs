@@ -2,6 +2,9 @@
 //! Horn engine (Spacer). A solution is a set of inductive invariants that exclude every
 //! target: a proof of unreachability that needs no loop summary. It never finds witnesses (a
 //! derivation of the query is a run of the over-approximation only).
+//!
+//! The `k-induction` engine unrolls the same clauses as steps ([`crate::chc::kinduction`]): a
+//! proof when the targets' unreachability is k-inductive, with no invariant to find.
 
 use super::{Context, Engine, EngineKind, EngineResult, Finding, Invariant};
 use crate::ir::Program;
@@ -99,6 +102,44 @@ impl Engine for ChcEngine {
                     .collect::<Vec<_>>()
                     .join("; ")
             )),
+        };
+        out
+    }
+}
+
+pub struct KInductionEngine {
+    pub program: Arc<Program>,
+}
+
+impl Engine for KInductionEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::KInduction
+    }
+
+    fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+        use crate::chc::kinduction::{search, KInductionAnswer, Unrolling};
+        let Some(t) = crate::chc::transitions(&self.program.function, Theory::BitVectors) else {
+            return EngineResult::new(Finding::Unknown("not encoded as steps: no target block, or too many blocks and registers".into()));
+        };
+        let t0 = Instant::now();
+        let budget = cx.left().saturating_sub(Duration::from_millis(100));
+        let answer = crate::solve::in_worker("z3-kinduction", budget, cx.cancel, move |stopped| match Unrolling::new(&t) {
+            Some(u) => search(&u, stopped),
+            None => KInductionAnswer::Unknown("a step of the function is too large to unroll".into()),
+        });
+        let mut out = EngineResult::new(Finding::Unknown(String::new()));
+        out.timings.insert("solve_k_induction".into(), t0.elapsed().as_secs_f64());
+        out.finding = match answer {
+            Ok(KInductionAnswer::Proved { k }) => {
+                out.stats.insert("k".into(), k as u64);
+                Finding::Unreachable(format!(
+                    "k-induction over the function's steps (bit-vectors, k = {k}): no path of fewer than {k} steps from the entry enters a target, and no {k} different steps outside the targets lead into one"
+                ))
+            }
+            Ok(KInductionAnswer::BaseFails { steps }) => Finding::Unknown(format!(
+                "k-induction: a path of {steps} steps enters a target in the steps' over-approximation (memory and calls unknown), so no proof"
+            )),
+            Ok(KInductionAnswer::Unknown(why)) | Err(why) => Finding::Unknown(format!("k-induction: {why}")),
         };
         out
     }

@@ -35,10 +35,12 @@ pub enum EngineKind {
     Fuzz,
     /// Constrained Horn clauses of the function, solved by Z3's Spacer. Only proves.
     Chc,
+    /// k-induction over the Horn clauses' steps. Only proves.
+    KInduction,
 }
 
 impl EngineKind {
-    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz, EngineKind::Chc];
+    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz, EngineKind::Chc, EngineKind::KInduction];
     /// The portfolio without `--engine`. The Horn engine is asked for by name: its bit-vector
     /// clauses are solved quickly only for small loops (seconds to never for two nested ones),
     /// and beside the others on two cores it slows down their witnesses.
@@ -50,6 +52,7 @@ impl EngineKind {
             EngineKind::Dse => "dse",
             EngineKind::Fuzz => "fuzz",
             EngineKind::Chc => "chc",
+            EngineKind::KInduction => "k-induction",
         }
     }
 

@@ -561,61 +561,77 @@ pub enum HornAnswer {
 
 /// Solves the Horn clauses `smtlib` (declarations and assertions, see [`crate::chc`]) with
 /// Z3's Horn engine (Spacer) on a worker thread of its own context, until `timeout` or until
-/// `cancel` is set (then the worker is interrupted and joined, as in [`race_until`]).
+/// `cancel` is set (see [`in_worker`]).
 pub fn check_horn(smtlib: &str, timeout: Duration, cancel: &std::sync::atomic::AtomicBool) -> HornAnswer {
-    use std::sync::{Arc, Mutex};
     // With bit-vector predicates only, Z3 picks its Datalog engine, which tabulates 2^32
     // states; Spacer is the engine for invariants. (A global parameter: read by the contexts
     // created after it, and only Horn problems look at it.)
     static SPACER: std::sync::Once = std::sync::Once::new();
     SPACER.call_once(|| z3::set_global_param("fp.engine", "spacer"));
+    let text = smtlib.to_string();
+    let work = move |_: &dyn Fn() -> bool| match z3::Solver::new_for_logic("HORN") {
+        None => HornAnswer::Unknown("Z3 has no HORN logic".into()),
+        Some(solver) => {
+            solver.from_string(text);
+            match solver.check() {
+                z3::SatResult::Sat => HornAnswer::Solved(solver.get_model().map(|m| m.to_string()).unwrap_or_default()),
+                z3::SatResult::Unsat => HornAnswer::Refuted,
+                z3::SatResult::Unknown => HornAnswer::Unknown(solver.get_reason_unknown().unwrap_or_else(|| "unknown".into())),
+            }
+        }
+    };
+    in_worker("z3-horn", timeout, cancel, work).unwrap_or_else(HornAnswer::Unknown)
+}
+
+/// Runs `work` on a solver thread with a Z3 context of its own, until `timeout` or until
+/// `cancel` is set: then the context is interrupted (`work`'s current check answers unknown,
+/// and the `stopped` it is given says so from then on, so that it ends its loop) and the
+/// thread is left to [`Workers`] (joined briefly, else left behind to end through
+/// [`exit_now`]). `Err` says why there is no answer.
+pub fn in_worker<T: Send + 'static>(
+    name: &str,
+    timeout: Duration,
+    cancel: &std::sync::atomic::AtomicBool,
+    work: impl FnOnce(&dyn Fn() -> bool) -> T + Send + 'static,
+) -> Result<T, String> {
+    use std::sync::{Arc, Mutex};
     let slot = Arc::new(Mutex::new(Slot { state: WorkerState::Pending, stop: false }));
-    let (tx, rx) = std::sync::mpsc::channel::<HornAnswer>();
+    let (tx, rx) = std::sync::mpsc::channel::<T>();
     // Set at a cancel *and* at the deadline: Spacer may take seconds to notice an interrupt,
     // and the worker is then left behind at once (see `Workers`), not waited for.
     let stop_now = std::sync::atomic::AtomicBool::new(false);
     let mut workers = Workers { slots: vec![slot.clone()], handles: vec![], cancel: &stop_now };
-    let text = smtlib.to_string();
-    let spawned = std::thread::Builder::new().name("z3-horn".into()).spawn(move || {
+    let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
         let _priority = WorkerPriority::enter();
         let ctx = z3::Context::thread_local();
         if !announce_running(&slot, &ctx) {
             return;
         }
-        let answer = match z3::Solver::new_for_logic("HORN") {
-            None => HornAnswer::Unknown("Z3 has no HORN logic".into()),
-            Some(solver) => {
-                solver.from_string(text);
-                match solver.check() {
-                    z3::SatResult::Sat => HornAnswer::Solved(solver.get_model().map(|m| m.to_string()).unwrap_or_default()),
-                    z3::SatResult::Unsat => HornAnswer::Refuted,
-                    z3::SatResult::Unknown => HornAnswer::Unknown(solver.get_reason_unknown().unwrap_or_else(|| "unknown".into())),
-                }
-            }
-        };
+        let stopped = || slot.lock().unwrap_or_else(|e| e.into_inner()).stop;
+        let answer = work(&stopped);
         slot.lock().unwrap_or_else(|e| e.into_inner()).state = WorkerState::Done;
         drop(ctx);
         let _ = tx.send(answer);
     });
     match spawned {
         Ok(h) => workers.handles.push(h),
-        Err(e) => return HornAnswer::Unknown(format!("cannot start the solver thread: {e}")),
+        Err(e) => return Err(format!("cannot start the solver thread: {e}")),
     }
     let deadline = Instant::now() + timeout;
     loop {
         if cancel.load(std::sync::atomic::Ordering::Relaxed) {
             stop_now.store(true, std::sync::atomic::Ordering::SeqCst);
-            return HornAnswer::Unknown("cancelled".into());
+            return Err("cancelled".into());
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             stop_now.store(true, std::sync::atomic::Ordering::SeqCst);
-            return HornAnswer::Unknown("the time budget ran out".into());
+            return Err("the time budget ran out".into());
         }
         match rx.recv_timeout(left.min(Duration::from_millis(5))) {
-            Ok(a) => return a,
+            Ok(a) => return Ok(a),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return HornAnswer::Unknown("the solver thread ended without an answer".into()),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Err("the solver thread ended without an answer".into()),
         }
     }
     // `workers` is dropped here: the worker is interrupted and joined.

@@ -83,8 +83,9 @@ struct Cli {
     /// Engines raced for the answer, comma-separated: apc (abstract path condition: proofs and
     /// models), dse (directed symbolic execution pruned by the APC), fuzz (libFuzzer seeded by
     /// APC models; never proves), chc (the function as Horn clauses for Z3's Spacer: proves with
-    /// invariants, never finds witnesses), k-induction (the same clauses unrolled as steps:
-    /// proves k-inductive targets, never finds witnesses). Default: apc,dse,fuzz
+    /// invariants; a counterexample's inputs are replayed), k-induction (the same clauses
+    /// unrolled as steps: proves k-inductive targets; a failing base case is replayed).
+    /// Default: apc,dse,fuzz
     #[arg(long, value_name = "LIST")]
     engine: Option<String>,
     /// Bound on the analysis's resident memory, in MiB (default: half of the machine's memory);

@@ -80,9 +80,9 @@ impl<'t> Unrolling<'t> {
     /// The step from state `i` to state `i + 1` (declarations of its locals, and the assertion);
     /// states `i` and `i + 1` must be declared.
     pub fn transition(&self, i: usize) -> String {
-        let mut decls = String::new();
+        let mut decls = std::collections::BTreeSet::new();
         let mut alts = vec![];
-        for (e, edge) in self.steps.iter().enumerate() {
+        for edge in &self.steps {
             let rename = |tok: &str| -> Option<String> {
                 let (kind, num) = tok.split_at(1);
                 if num.is_empty() || !num.bytes().all(|c| c.is_ascii_digit()) {
@@ -91,13 +91,15 @@ impl<'t> Unrolling<'t> {
                 match kind {
                     "s" => Some(format!("S{i}_{num}")),
                     "n" => Some(format!("S{}_{num}", i + 1)),
-                    "l" | "f" => Some(format!("E{i}_{e}_{tok}")),
+                    // Per block, not per edge: the edges leaving a block share its
+                    // instructions, and a path's values of them are found by its blocks.
+                    "l" | "f" => Some(format!("E{i}_{}_{tok}", edge.from.0)),
                     _ => None,
                 }
             };
             for (name, w) in &edge.clause.vars {
                 if name.starts_with(['l', 'f']) {
-                    let _ = writeln!(decls, "(declare-const {} {})", rename(name).unwrap_or_else(|| name.clone()), self.t.theory.sort(*w));
+                    decls.insert(format!("(declare-const {} {})\n", rename(name).unwrap_or_else(|| name.clone()), self.t.theory.sort(*w)));
                 }
             }
             let to = edge.to.expect("steps have a successor");
@@ -110,7 +112,7 @@ impl<'t> Unrolling<'t> {
             1 => alts.pop().unwrap_or_default(),
             _ => format!("(or {})", alts.join(" ")),
         };
-        format!("{decls}(assert {step})\n")
+        format!("{}(assert {step})\n", decls.into_iter().collect::<String>())
     }
 
     /// States `i` and `j` differ (block or a register).
@@ -119,6 +121,30 @@ impl<'t> Unrolling<'t> {
         alts.extend((0..self.t.state.len()).map(|k| format!("(distinct S{i}_{k} S{j}_{k})")));
         format!("(or {})", alts.join(" "))
     }
+
+    /// The inputs of a path in `model` of the base case with states `0 ..= k`: the registers of
+    /// state 0 (the parameters among them), and the nondet calls' results along the path.
+    fn inputs(&self, model: &z3::Model, k: usize) -> PathInputs {
+        use z3::ast::BV;
+        let value = |name: &str, w: u32| model.eval(&BV::new_const(name, w), true).and_then(|v| v.as_u64()).unwrap_or(0);
+        let registers = self.t.state.iter().enumerate().map(|(j, (v, w))| (*v, value(&format!("S0_{j}"), *w))).collect();
+        let mut nondet = vec![];
+        for i in 0..k {
+            let pc = value(&format!("pc{i}"), 32);
+            let Some(edge) = self.steps.iter().find(|e| e.from.0 as u64 == pc) else { break };
+            nondet.extend(edge.nondet.iter().map(|(name, w)| value(&format!("E{i}_{}_{name}", edge.from.0), *w)));
+        }
+        PathInputs { registers, nondet }
+    }
+}
+
+/// The inputs of a path of steps into a target: candidate inputs for a native replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathInputs {
+    /// The registers at the entry (the parameters among them), with their values.
+    pub registers: Vec<(crate::ir::ValueId, u64)>,
+    /// The results of the `__VERIFIER_nondet_*` calls along the path, in order.
+    pub nondet: Vec<u64>,
 }
 
 /// `text` with every symbol that `rename` maps replaced (symbols: runs of letters, digits, `_`
@@ -153,34 +179,68 @@ pub enum KInductionAnswer {
     /// No run reaches a target: base cases below `k` and the step case `k` are unsatisfiable.
     Proved { k: usize },
     /// A path of `steps` steps from the entry reaches a target (in the steps'
-    /// over-approximation: no run follows from it).
-    BaseFails { steps: usize },
+    /// over-approximation: a run only when a replay of its `inputs` says so).
+    BaseFails { steps: usize, inputs: PathInputs },
     /// Neither within [`MAX_STEPS`], the time, or the solver's answers: why.
     Unknown(String),
+}
+
+/// The base cases, one more step at a time, in one incremental solver.
+struct BaseCases<'u, 't> {
+    u: &'u Unrolling<'t>,
+    solver: z3::Solver,
+    /// Steps asserted so far.
+    k: usize,
+}
+
+impl<'u, 't> BaseCases<'u, 't> {
+    fn new(u: &'u Unrolling<'t>) -> Self {
+        let solver = z3::Solver::new();
+        solver.from_string(format!("{}{}", u.state(0), u.init()));
+        BaseCases { u, solver, k: 0 }
+    }
+
+    /// Whether a path of the current number of steps from the entry ends in a target: its
+    /// inputs if so, `Err` with Z3's reason when it cannot tell.
+    fn check(&self) -> Result<Option<PathInputs>, String> {
+        let (u, k) = (self.u, self.k);
+        self.solver.push();
+        self.solver.from_string(format!("{}(assert {})\n", u.state(k), u.bad(k)));
+        let b = self.solver.check();
+        // The model before the pop (it belongs to the check).
+        let model = (b == z3::SatResult::Sat).then(|| self.solver.get_model()).flatten();
+        self.solver.pop(1);
+        match b {
+            z3::SatResult::Sat => {
+                tracing::debug!(k, model = %model.as_ref().map(|m| m.to_string()).unwrap_or_default(), "k-induction: a base case reaches a target");
+                Ok(Some(model.map(|m| u.inputs(&m, k)).unwrap_or(PathInputs { registers: vec![], nondet: vec![] })))
+            }
+            z3::SatResult::Unknown => Err(format!("base case {k}: {}", self.solver.get_reason_unknown().unwrap_or_else(|| "unknown".into()))),
+            z3::SatResult::Unsat => Ok(None),
+        }
+    }
+
+    /// One more step.
+    fn extend(&mut self) {
+        self.solver.from_string(format!("{}{}", self.u.states(self.k + 1), self.u.transition(self.k)));
+        self.k += 1;
+    }
 }
 
 /// Runs the k-induction search on the calling thread's Z3 context; `stopped` is asked between
 /// checks (an interrupted check answers unknown).
 pub fn search(u: &Unrolling, stopped: &dyn Fn() -> bool) -> KInductionAnswer {
-    let base = z3::Solver::new();
+    let mut base = BaseCases::new(u);
     let step = z3::Solver::new();
-    base.from_string(format!("{}{}", u.state(0), u.init()));
     for k in 0..=MAX_STEPS {
         if stopped() {
             return KInductionAnswer::Unknown("stopped".into());
         }
         // Base case k: a path of k steps from the entry into a target.
-        base.push();
-        base.from_string(format!("{}(assert {})\n", u.state(k), u.bad(k)));
-        let b = base.check();
-        base.pop(1);
-        match b {
-            z3::SatResult::Sat => {
-                tracing::debug!(k, base = %format!("{}{}", u.init(), (0..k).map(|i| u.transition(i)).collect::<String>()), model = %base.get_model().map(|m| m.to_string()).unwrap_or_default(), "k-induction: a base case reaches a target");
-                return KInductionAnswer::BaseFails { steps: k };
-            }
-            z3::SatResult::Unknown => return KInductionAnswer::Unknown(format!("base case {k}: {}", base.get_reason_unknown().unwrap_or_else(|| "unknown".into()))),
-            z3::SatResult::Unsat => {}
+        match base.check() {
+            Ok(Some(inputs)) => return KInductionAnswer::BaseFails { steps: k, inputs },
+            Err(why) => return KInductionAnswer::Unknown(why),
+            Ok(None) => {}
         }
         // Step case k + 1: k + 1 good, different states, then a bad one.
         let n = k + 1;
@@ -198,9 +258,26 @@ pub fn search(u: &Unrolling, stopped: &dyn Fn() -> bool) -> KInductionAnswer {
             z3::SatResult::Unknown => return KInductionAnswer::Unknown(format!("step case {n}: {}", step.get_reason_unknown().unwrap_or_else(|| "unknown".into()))),
             z3::SatResult::Sat => {}
         }
-        base.from_string(format!("{}{}", u.states(k + 1), u.transition(k)));
+        base.extend();
     }
     KInductionAnswer::Unknown(format!("not {MAX_STEPS}-inductive"))
+}
+
+/// The shortest path of at most `max_steps` steps from the entry into a target, by bounded
+/// model checking of the steps (the base cases alone): its length and inputs. `Err` when Z3
+/// could not tell or `stopped` held; `Ok(None)` when there is none that short.
+pub fn shortest_path(u: &Unrolling, max_steps: usize, stopped: &dyn Fn() -> bool) -> Result<Option<(usize, PathInputs)>, String> {
+    let mut base = BaseCases::new(u);
+    for k in 0..=max_steps {
+        if stopped() {
+            return Err("stopped".into());
+        }
+        if let Some(inputs) = base.check()? {
+            return Ok(Some((k, inputs)));
+        }
+        base.extend();
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -329,9 +329,15 @@ impl Encoder<'_> {
         let me = preds[b.id.0 as usize].as_ref()?;
         let pre = if pre.is_empty() { me.clone() } else { format!("({me} {})", pre.join(" ")) };
         let mut locals: HashMap<ValueId, String> = HashMap::new();
+        let mut nondet = vec![];
         for inst in &b.insts {
             if let InstKind::Phi { .. } = inst.kind {
                 continue;
+            }
+            if let (InstKind::Call { callee: Callee::Direct(name), .. }, Some(r), Some(w)) = (&inst.kind, inst.result, self.width_of_type(&inst.ty)) {
+                if name.starts_with("__VERIFIER_nondet_") {
+                    nondet.push((format!("l{}", r.0), w));
+                }
             }
             if let InstKind::Call { callee: Callee::Direct(name), args } = &inst.kind {
                 if name == "__VERIFIER_assume" {
@@ -353,7 +359,7 @@ impl Encoder<'_> {
         if let Some(g) = guard(&locals, &mut c) {
             c.body.push(g);
         }
-        let Some(succ) = succ else { return Some(Edge { from: b.id, to: None, pre, clause: c, post: vec![] }) };
+        let Some(succ) = succ else { return Some(Edge { from: b.id, to: None, pre, clause: c, post: vec![], nondet }) };
         preds[succ.0 as usize].as_ref()?;
         // The state in `succ`: its phis take their value from this edge, the registers this
         // block defined their new value, the rest stay.
@@ -375,7 +381,7 @@ impl Encoder<'_> {
             }
             post.push(n);
         }
-        Some(Edge { from: b.id, to: Some(succ), pre, clause: c, post })
+        Some(Edge { from: b.id, to: Some(succ), pre, clause: c, post, nondet })
     }
 }
 
@@ -389,6 +395,9 @@ pub(crate) struct Edge {
     pub(crate) pre: String,
     pub(crate) clause: Clause,
     pub(crate) post: Vec<String>,
+    /// The locals holding the results of `from`'s `__VERIFIER_nondet_*` calls, in call order,
+    /// with their widths (a path's values of them are its nondet stream).
+    pub(crate) nondet: Vec<(String, u32)>,
 }
 
 /// The function's steps, as [`encode`] renders them and [`kinduction`] unrolls them.
@@ -602,7 +611,14 @@ mod tests {
     fn k_induction_finds_the_short_path_and_proves_a_dead_branch() {
         use super::kinduction::{search, KInductionAnswer, Unrolling};
         let t = transitions(&small(), Theory::BitVectors).expect("a target");
-        assert_eq!(search(&Unrolling::new(&t).expect("small"), &|| false), KInductionAnswer::BaseFails { steps: 1 });
+        // The path: the entry, then the target; its input `x` below 10, as the branch wants.
+        match search(&Unrolling::new(&t).expect("small"), &|| false) {
+            KInductionAnswer::BaseFails { steps: 1, inputs } => {
+                assert_eq!(inputs.registers.len(), 1);
+                assert!((inputs.registers[0].1 as u32 as i32) < 10, "{inputs:?}");
+            }
+            other => panic!("{other:?}"),
+        }
         // `10 < 5` instead of `x < 10`: no step enters the target, from the entry or anywhere.
         let mut f = small();
         f.blocks[0].insts[0].kind = InstKind::ICmp { pred: IntPredicate::Slt, lhs: Operand::Int { width: 32, value: 10 }, rhs: Operand::Int { width: 32, value: 5 } };

@@ -1,10 +1,13 @@
 //! The `chc` engine: the function as constrained Horn clauses ([`crate::chc`]), solved by Z3's
 //! Horn engine (Spacer). A solution is a set of inductive invariants that exclude every
-//! target: a proof of unreachability that needs no loop summary. It never finds witnesses (a
-//! derivation of the query is a run of the over-approximation only).
+//! target: a proof of unreachability that needs no loop summary. When Spacer finds the query
+//! derivable instead, that is a run of the over-approximation only: the shortest path of the
+//! clauses' steps into a target (bounded model checking, [`crate::chc::kinduction`]) gives
+//! inputs, and only a native replay of them that enters the target makes a witness.
 //!
-//! The `k-induction` engine unrolls the same clauses as steps ([`crate::chc::kinduction`]): a
-//! proof when the targets' unreachability is k-inductive, with no invariant to find.
+//! The `k-induction` engine unrolls the same clauses as steps: a proof when the targets'
+//! unreachability is k-inductive, with no invariant to find; a failing base case is such a
+//! path, replayed the same way.
 
 use super::{Context, Engine, EngineKind, EngineResult, Finding, Invariant};
 use crate::ir::Program;
@@ -85,7 +88,22 @@ impl Engine for ChcEngine {
                 ))
             }
             None if answers.iter().all(|(_, a)| matches!(a, HornAnswer::Refuted)) && !answers.is_empty() => {
-                Finding::Unknown("the Horn clauses reach a target (their memory and calls are unknown, so no run follows from it)".into())
+                // A counterexample of the clauses: the shortest path of their steps into a
+                // target (bounded model checking), its inputs replayed like any model.
+                let replayed = counterexample(f, cx).and_then(|(steps, inputs)| {
+                    let w = witness_of(f, &inputs);
+                    match cx.replay(&w) {
+                        Ok(Some(run)) if run.reached.is_some() => {
+                            out.stats.insert("counterexample_steps".into(), steps as u64);
+                            let report = crate::report::WitnessReport::replayed(&w, &run, 1, Default::default());
+                            Some(Finding::Reached { witness: w, run, report })
+                        }
+                        _ => None,
+                    }
+                });
+                replayed.unwrap_or_else(|| {
+                    Finding::Unknown("the Horn clauses reach a target (their memory and calls are unknown), and no path of their steps replayed into it".into())
+                })
             }
             None => Finding::Unknown(format!(
                 "Horn clauses: {}",
@@ -136,13 +154,68 @@ impl Engine for KInductionEngine {
                     "k-induction over the function's steps (bit-vectors, k = {k}): no path of fewer than {k} steps from the entry enters a target, and no {k} different steps outside the targets lead into one"
                 ))
             }
-            Ok(KInductionAnswer::BaseFails { steps }) => Finding::Unknown(format!(
-                "k-induction: a path of {steps} steps enters a target in the steps' over-approximation (memory and calls unknown), so no proof"
-            )),
+            Ok(KInductionAnswer::BaseFails { steps, inputs }) => {
+                // The path's inputs, replayed like any model: a run that enters the target is
+                // a witness; any other answer leaves the verdict open.
+                let w = witness_of(&self.program.function, &inputs);
+                match cx.replay(&w) {
+                    Ok(Some(run)) if run.reached.is_some() => {
+                        let report = crate::report::WitnessReport::replayed(&w, &run, 1, Default::default());
+                        Finding::Reached { witness: w, run, report }
+                    }
+                    _ => Finding::Unknown(format!(
+                        "k-induction: a path of {steps} steps enters a target in the steps' over-approximation (memory and calls unknown), and its inputs did not replay into it, so no proof"
+                    )),
+                }
+            }
             Ok(KInductionAnswer::Unknown(why)) | Err(why) => Finding::Unknown(format!("k-induction: {why}")),
         };
         out
     }
+}
+
+/// Most steps of a counterexample path searched for after Spacer found the query derivable.
+const COUNTEREXAMPLE_STEPS: usize = 256;
+
+/// The shortest path of the function's steps into a target, if one is found within
+/// [`COUNTEREXAMPLE_STEPS`] and the time left.
+fn counterexample(f: &crate::ir::Function, cx: &Context) -> Option<(usize, crate::chc::kinduction::PathInputs)> {
+    let t = crate::chc::transitions(f, Theory::BitVectors)?;
+    let budget = cx.left().saturating_sub(Duration::from_millis(300));
+    crate::solve::in_worker("z3-bmc", budget, cx.cancel, move |stopped| {
+        let u = crate::chc::kinduction::Unrolling::new(&t)?;
+        crate::chc::kinduction::shortest_path(&u, COUNTEREXAMPLE_STEPS, stopped).ok().flatten()
+    })
+    .ok()
+    .flatten()
+}
+
+/// The inputs of a path of steps as a witness: integer parameters as the path's entry state
+/// has them, pointer parameters zero-filled buffers (memory is ⋆ to the steps), the nondet
+/// results in call order.
+fn witness_of(f: &crate::ir::Function, inputs: &crate::chc::kinduction::PathInputs) -> crate::witness::Witness {
+    use crate::ir::Ty;
+    use crate::witness::{ParamInput, Witness, BUFFER_SLACK};
+    let params = f
+        .params
+        .iter()
+        .map(|p| match &p.ty {
+            Ty::Int(w) => {
+                let value = inputs.registers.iter().find(|(v, _)| *v == p.value).map_or(0, |(_, x)| *x);
+                ParamInput::Int { name: p.name.clone(), width: *w, value: crate::expr::mask(*w, value) }
+            }
+            Ty::Ptr => {
+                let size = p.front_bytes + p.buffer_bytes.unwrap_or(crate::dse::PARAM_BUFFER_BYTES);
+                let mut bytes = vec![0u8; size as usize];
+                if p.buffer_bytes.is_none() {
+                    bytes.extend(std::iter::repeat_n(0, BUFFER_SLACK));
+                }
+                ParamInput::Buffer { name: p.name.clone(), bytes, pointees: vec![], front: p.front_bytes }
+            }
+            other => ParamInput::Zero { name: p.name.clone(), c_type: other.to_string() },
+        })
+        .collect();
+    Witness { params, nondet: inputs.nondet.clone() }
 }
 
 /// The non-trivial invariants of the model (Z3 prints each predicate as `P3 -> {\n body\n}`,

@@ -6,6 +6,11 @@ use common::*;
 
 const DEAD_BODY: &str = "int h(unsigned char x) {\n  int n = 0;\n  while (x > 300) {\n    n++;\n    x--;\n  }\n  return n;\n}\n";
 
+/// (target, verdict) of each entry of a batch report, in order.
+fn targets_and_verdicts(r: &serde_json::Value) -> Vec<(String, String)> {
+    r["targets"].as_array().unwrap().iter().map(|t| (t["target_spec"].as_str().unwrap().to_string(), t["verdict"].as_str().unwrap().to_string())).collect()
+}
+
 /// A function with a dead block and three live ones: three replayed tests and one proof, each
 /// regression test written.
 #[test]
@@ -39,12 +44,7 @@ fn all_calls_analyses_each_call_site() {
     let src = "extern void reach_error(void);\nvoid f(int x) {\n  if (x == 7)\n    reach_error();\n  if (x > 5 && x < 3)\n    reach_error();\n}\n";
     let p = c_program("calls", src);
     let r = json_report(&p.path, &["--function", "f", "--all-calls", "reach_error", "--timeout", "20"]);
-    let got: Vec<(String, String)> = r["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["target_spec"].as_str().unwrap().to_string(), t["verdict"].as_str().unwrap().to_string()))
-        .collect();
+    let got = targets_and_verdicts(&r);
     assert_eq!(got.len(), 2, "{r:#}");
     assert_eq!(got[0].1, "reachable", "{r:#}");
     assert_eq!(got[1].1, "unreachable", "{r:#}");
@@ -95,12 +95,7 @@ fn parallel_jobs_give_the_same_batch() {
 fn all_lines_analyses_every_line_with_code() {
     let p = c_program("lines", DEAD_BODY);
     let r = json_report(&p.path, &["--function", "h", "--all-lines", "lines.c", "--timeout", "20"]);
-    let got: Vec<(String, String)> = r["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["target_spec"].as_str().unwrap().to_string(), t["verdict"].as_str().unwrap().to_string()))
-        .collect();
+    let got = targets_and_verdicts(&r);
     let verdict = |line: u32| got.iter().find(|(t, _)| *t == format!("line lines.c:{line}")).map(|(_, v)| v.as_str());
     for dead in [4, 5] {
         assert_eq!(verdict(dead), Some("unreachable"), "{r:#}");

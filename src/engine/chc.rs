@@ -91,15 +91,8 @@ impl Engine for ChcEngine {
                 // A counterexample of the clauses: the shortest path of their steps into a
                 // target (bounded model checking), its inputs replayed like any model.
                 let replayed = counterexample(f, cx).and_then(|(steps, inputs)| {
-                    let w = witness_of(f, &inputs);
-                    match cx.replay(&w) {
-                        Ok(Some(run)) if run.reached.is_some() => {
-                            out.stats.insert("counterexample_steps".into(), steps as u64);
-                            let report = crate::report::WitnessReport::replayed(&w, &run, 1, Default::default());
-                            Some(Finding::Reached { witness: w, run, report })
-                        }
-                        _ => None,
-                    }
+                    out.stats.insert("counterexample_steps".into(), steps as u64);
+                    replay_path(f, &inputs, cx)
                 });
                 replayed.unwrap_or_else(|| {
                     Finding::Unknown("the Horn clauses reach a target (their memory and calls are unknown), and no path of their steps replayed into it".into())
@@ -157,16 +150,11 @@ impl Engine for KInductionEngine {
             Ok(KInductionAnswer::BaseFails { steps, inputs }) => {
                 // The path's inputs, replayed like any model: a run that enters the target is
                 // a witness; any other answer leaves the verdict open.
-                let w = witness_of(&self.program.function, &inputs);
-                match cx.replay(&w) {
-                    Ok(Some(run)) if run.reached.is_some() => {
-                        let report = crate::report::WitnessReport::replayed(&w, &run, 1, Default::default());
-                        Finding::Reached { witness: w, run, report }
-                    }
-                    _ => Finding::Unknown(format!(
+                replay_path(&self.program.function, &inputs, cx).unwrap_or_else(|| {
+                    Finding::Unknown(format!(
                         "k-induction: a path of {steps} steps enters a target in the steps' over-approximation (memory and calls unknown), and its inputs did not replay into it, so no proof"
-                    )),
-                }
+                    ))
+                })
             }
             Ok(KInductionAnswer::Unknown(why)) | Err(why) => Finding::Unknown(format!("k-induction: {why}")),
         };
@@ -188,6 +176,18 @@ fn counterexample(f: &crate::ir::Function, cx: &Context) -> Option<(usize, crate
     })
     .ok()
     .flatten()
+}
+
+/// A native run of a path's inputs: the finding when it entered the target.
+fn replay_path(f: &crate::ir::Function, inputs: &crate::chc::kinduction::PathInputs, cx: &Context) -> Option<Finding> {
+    let w = witness_of(f, inputs);
+    match cx.replay(&w) {
+        Ok(Some(run)) if run.reached.is_some() => {
+            let report = crate::report::WitnessReport::replayed(&w, &run, 1, Default::default());
+            Some(Finding::Reached { witness: w, run, report })
+        }
+        _ => None,
+    }
 }
 
 /// The inputs of a path of steps as a witness: integer parameters as the path's entry state

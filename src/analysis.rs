@@ -116,10 +116,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             })
             .expect("a thread for building the APC")
     });
-    let engines: Vec<Box<dyn Engine>> = config
-        .engines
-        .iter()
-        .filter_map(|kind| -> Option<Box<dyn Engine>> {
+    let mut make = |kind: &EngineKind| -> Option<Box<dyn Engine>> {
             match kind {
                 EngineKind::Apc => Some(Box::new(ApcEngine {
                     config: ApcSearchConfig { unfold_k: config.unfold_k, max_unfold_k: config.max_unfold_k, max_models: config.max_models },
@@ -136,8 +133,18 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
                 EngineKind::Chc => Some(Box::new(crate::engine::chc::ChcEngine { program: Arc::new(loaded.program.clone()) })),
                 EngineKind::KInduction => Some(Box::new(crate::engine::chc::KInductionEngine { program: Arc::new(loaded.program.clone()) })),
             }
-        })
+    };
+    let mut engines: Vec<Box<dyn Engine>> = config.engines.iter().filter_map(&mut make).collect();
+    // The late provers (see `engine::Late`), from half the budget on.
+    let late_from = t0 + config.timeout / 2;
+    let late: Vec<Box<dyn Engine>> = config
+        .late_engines
+        .iter()
+        .filter(|k| !config.engines.contains(k))
+        .filter_map(&mut make)
+        .map(|inner| Box::new(crate::engine::Late { inner, start_at: late_from }) as Box<dyn Engine>)
         .collect();
+    engines.extend(late);
     let cancel = AtomicBool::new(false);
     let seeds = SeedBoard::default();
     // The engines aim a little before the deadline: stopping a fuzzer, killing a replay and

@@ -29,6 +29,9 @@ pub struct Config {
     pub keep_temps: bool,
     /// The engines raced for the answer (`--engine`).
     pub engines: Vec<EngineKind>,
+    /// Provers that join the race late ([`crate::engine::Late`]): the Horn-clause provers
+    /// without `--engine`, none with it (the user's list is the race).
+    pub late_engines: Vec<EngineKind>,
     /// Bound on the resident memory of the analysis, in bytes (`--max-memory`; see
     /// [`crate::backstop`]).
     pub max_memory: u64,
@@ -89,6 +92,7 @@ impl Config {
             max_unfold_k: 200,
             max_models: 8,
             engines: EngineKind::DEFAULT.to_vec(),
+            late_engines: EngineKind::LATE_DEFAULT.to_vec(),
             max_memory: crate::backstop::default_max_memory(),
             recursion_depth: crate::load::recursion::DEFAULT_DEPTH,
             extra_inputs: vec![],

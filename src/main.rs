@@ -85,7 +85,8 @@ struct Cli {
     /// APC models; never proves), chc (the function as Horn clauses for Z3's Spacer: proves with
     /// invariants; a counterexample's inputs are replayed), k-induction (the same clauses
     /// unrolled as steps: proves k-inductive targets; a failing base case is replayed).
-    /// Default: apc,dse,fuzz
+    /// Default: apc,dse,fuzz, with chc and k-induction joining at half the --timeout (or once
+    /// the apc engine has ended without a proof)
     #[arg(long, value_name = "LIST")]
     engine: Option<String>,
     /// Bound on the analysis's resident memory, in MiB (default: half of the machine's memory);
@@ -264,6 +265,7 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     }
     if let Some(list) = &cli.engine {
         config.engines = apc_llvm::engine::EngineKind::parse_list(list).map_err(Error::bad_input)?;
+        config.late_engines = vec![];
     }
     Ok(config)
 }

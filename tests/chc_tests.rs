@@ -158,3 +158,29 @@ fn k_induction_never_proves_a_target_reached_through_wrap_around() {
     let r = analyse("kind", STEPS, &["--function", "wraps", "--call", "reach_error", "--engine", "chc,k-induction", "--timeout", "10"]);
     assert_ne!(r["verdict"], "unreachable", "{r:#}");
 }
+
+const LATE: &str = r#"
+extern void reach_error(void);
+void modcycle(unsigned n) {
+  unsigned s = 1, i = 0;
+  while (i < n) { s = (s * 3) % 7; i++; }
+  if (s == 0) reach_error();
+}
+"#;
+
+/// The default portfolio adds the Horn-clause provers late (`engine::Late`): `s = 3s mod 7`
+/// never reaches 0, which the APC cannot say (no closed form, its models do not replay) and the
+/// searches cannot either; once the apc engine has given up, Spacer proves it. A quick proof
+/// ends before they start, and they are then not in the report; `--engine` names the race.
+#[test]
+fn the_default_portfolio_adds_the_horn_provers_late() {
+    let r = analyse("late", LATE, &["--function", "modcycle", "--call", "reach_error", "--timeout", "30"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    assert!(["chc", "k-induction"].contains(&r["engine"].as_str().unwrap()), "{r:#}");
+    let r = analyse("late", LATE, &["--function", "modcycle", "--call", "reach_error", "--timeout", "6", "--engine", "apc,dse,fuzz"]);
+    assert_eq!(r["verdict"], "unknown", "{r:#}");
+    assert!(r["engines"].get("chc").is_none(), "{r:#}");
+    let r = analyse("late", LOOPS, &["--function", "lockstep", "--call", "reach_error", "--timeout", "30"]);
+    assert_eq!((&r["verdict"], &r["engine"]), (&"unreachable".into(), &"apc".into()), "{r:#}");
+    assert!(r["engines"].get("chc").is_none() && r["engines"].get("k-induction").is_none(), "not started, not reported: {r:#}");
+}

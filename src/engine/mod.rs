@@ -41,10 +41,13 @@ pub enum EngineKind {
 
 impl EngineKind {
     pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz, EngineKind::Chc, EngineKind::KInduction];
-    /// The portfolio without `--engine`. The Horn engine is asked for by name: its bit-vector
-    /// clauses are solved quickly only for small loops (seconds to never for two nested ones),
-    /// and beside the others on two cores it slows down their witnesses.
+    /// The portfolio without `--engine`, from the start. The Horn-clause provers join it late
+    /// ([`EngineKind::LATE_DEFAULT`], see [`Late`]): their clauses are solved quickly only for
+    /// small loops (seconds to never for two nested ones), and from the start, beside the others
+    /// on two cores, they would slow down their witnesses.
     pub const DEFAULT: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz];
+    /// The provers the portfolio without `--engine` adds late (see [`Late`]).
+    pub const LATE_DEFAULT: &'static [EngineKind] = &[EngineKind::Chc, EngineKind::KInduction];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -129,11 +132,50 @@ pub struct EngineResult {
     pub stats: BTreeMap<String, u64>,
     /// With a proof by invariants: the invariants.
     pub invariants: Vec<Invariant>,
+    /// A [`Late`] engine the race ended before it started: left out of the report.
+    pub never_started: bool,
 }
 
 impl EngineResult {
     pub fn new(finding: Finding) -> Self {
-        EngineResult { finding, attempt: None, timings: BTreeMap::new(), stats: BTreeMap::new(), invariants: vec![] }
+        EngineResult { finding, attempt: None, timings: BTreeMap::new(), stats: BTreeMap::new(), invariants: vec![], never_started: false }
+    }
+}
+
+/// A prover that joins the race late, at [`LATE_NICE`]: once half of the budget is gone
+/// (`start_at`), or at once when the apc engine ended without a proof (or does not run).
+/// The default portfolio's Horn-clause provers (`chc`, `k-induction`): alone they decide
+/// targets in seconds that the others do not, but on `c-benchmarks/` and the differential cases
+/// they decide nothing the three engines do not, and from the start they would take CPU from
+/// the witness searches on two cores. Most runs end before they start; a run that did not is
+/// a hard one, where a second kind of proof is worth the share.
+pub struct Late {
+    pub inner: Box<dyn Engine>,
+    pub start_at: Instant,
+}
+
+/// Nice value of a [`Late`] engine's thread (and of the solver threads it starts).
+const LATE_NICE: i32 = 10;
+
+impl Engine for Late {
+    fn kind(&self) -> EngineKind {
+        self.inner.kind()
+    }
+
+    fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+        while Instant::now() < self.start_at && !cx.apc_ended.load(Ordering::SeqCst) {
+            if cx.cancelled() {
+                return EngineResult { never_started: true, ..EngineResult::new(Finding::Unknown("not started".into())) };
+            }
+            // Short: the race waits for this thread after a verdict.
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if cx.cancelled() {
+            return EngineResult { never_started: true, ..EngineResult::new(Finding::Unknown("not started".into())) };
+        }
+        // SAFETY: a plain system call on this thread's own priority (threads it starts inherit it).
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(LATE_NICE)) };
+        self.inner.run(cx)
     }
 }
 
@@ -206,6 +248,9 @@ pub struct Context<'a> {
     apc_unproductive: AtomicBool,
     /// The apc engine thread's id, for its priority.
     apc_tid: std::sync::atomic::AtomicI32,
+    /// Set once the apc engine has ended without a definite finding (or when it does not run):
+    /// the [`Late`] provers then start at once.
+    apc_ended: AtomicBool,
 }
 
 impl<'a> Context<'a> {
@@ -220,6 +265,7 @@ impl<'a> Context<'a> {
             run_seconds: Default::default(),
             apc_unproductive: AtomicBool::new(false),
             apc_tid: Default::default(),
+            apc_ended: AtomicBool::new(false),
         }
     }
 
@@ -321,6 +367,9 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             }
         }
         drop(tx);
+        if !kinds.contains(&EngineKind::Apc) {
+            cx.apc_ended.store(true, Ordering::SeqCst);
+        }
         let head_start_ends = Instant::now() + APC_HEAD_START;
         let mut applied: Option<(i32, i32)> = None;
         while results.len() < total {
@@ -349,6 +398,9 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
                 Err(_) => break,
             };
             let definite = r.2.finding.is_definite();
+            if r.0 == EngineKind::Apc {
+                cx.apc_ended.store(true, Ordering::SeqCst);
+            }
             results.push(r);
             if definite && winner.is_none() {
                 winner = Some(results.len() - 1);
@@ -358,7 +410,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
                 // stops once the apc engine is not (or no longer) at work.
                 cx.search_off.store(true, Ordering::SeqCst);
                 let proving = |k: EngineKind| kinds.contains(&k) && !results.iter().any(|(r, _, _)| *r == k);
-                if !proving(EngineKind::Apc) && !proving(EngineKind::Chc) {
+                if !proving(EngineKind::Apc) && !proving(EngineKind::Chc) && !proving(EngineKind::KInduction) {
                     cx.cancel_all();
                 }
             }
@@ -367,6 +419,11 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
     crate::solve::set_worker_nice(0);
     let mut engines = BTreeMap::new();
     let mut timings = BTreeMap::new();
+    // Late engines the race ended before they started are not reported (kinds are unique, so
+    // the winner is found again by its kind).
+    let winner_kind = winner.map(|w| results[w].0);
+    results.retain(|(_, _, r)| !r.never_started);
+    let winner = winner_kind.and_then(|k| results.iter().position(|(r, _, _)| *r == k));
     for (k, secs, r) in &results {
         let (outcome, reason) = match &r.finding {
             Finding::Reached { .. } => ("reachable", "a native run entered the target".to_string()),

@@ -14,7 +14,9 @@ fn a_run_that_never_ends_is_killed_within_the_timeout() {
                void f(void) { int i = 1; while (i != 5) i = 10 - i; reach_error(); }";
     let p = c_program("inf", src);
     let start = Instant::now();
-    let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--timeout", "3"]);
+    // The witness engines only: the default portfolio's late Horn-clause prover proves the
+    // target unreachable (`i ∈ {1, 9}` is inductive), and this test is about the replay.
+    let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--timeout", "3", "--engine", "apc,dse,fuzz"]);
     let took = start.elapsed();
     assert_eq!(r["verdict"], "unknown", "{r:#}");
     if r["witness"].is_null() {

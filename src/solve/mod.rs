@@ -601,8 +601,9 @@ pub fn in_worker<T: Send + 'static>(
     // and the worker is then left behind at once (see `Workers`), not waited for.
     let stop_now = std::sync::atomic::AtomicBool::new(false);
     let mut workers = Workers { slots: vec![slot.clone()], handles: vec![], cancel: &stop_now };
+    // Not one of the APC's solver workers (`set_worker_nice`): its priority is its caller's
+    // (a late prover's, `engine::Late`, stays low).
     let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
-        let _priority = WorkerPriority::enter();
         let ctx = z3::Context::thread_local();
         if !announce_running(&slot, &ctx) {
             return;

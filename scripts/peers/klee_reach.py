@@ -101,7 +101,6 @@ def main():
                 log, _ = proc.communicate()
                 log += "\nKLEE: HaltTimer (killed 10 s past --max-time)"
             out["seconds"] = round(time.time() - t0, 3)
-            run = proc
             done = {k: int(v) for k, v in re.findall(r"KLEE: done: (\w[\w ]*?) = (\d+)", log)}
             out["paths"] = {"completed": done.get("completed paths", 0), "partially completed": done.get("partially completed paths", 0)}
             asserts = [e for e in glob.glob(os.path.join(outdir, "*.assert.err")) if "reach_error" in open(e).read()]
@@ -113,7 +112,7 @@ def main():
                 tool = os.path.join(os.path.dirname(a.klee), "ktest-tool")
                 if os.path.exists(ktest) and os.path.exists(tool):
                     out["input"] = nondet_values(tool, ktest)
-            elif run.returncode == 0 and not halted and not errors and out["paths"]["partially completed"] == 0 and "completed paths" in done:
+            elif proc.returncode == 0 and not halted and not errors and out["paths"]["partially completed"] == 0 and "completed paths" in done:
                 out["verdict"] = "unreachable"
             elif halted:
                 out["error"] = "time out"

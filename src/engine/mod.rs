@@ -163,15 +163,15 @@ impl Engine for Late {
     }
 
     fn run(self: Box<Self>, cx: &Context) -> EngineResult {
-        while Instant::now() < self.start_at && !cx.apc_ended.load(Ordering::SeqCst) {
+        loop {
             if cx.cancelled() {
                 return EngineResult { never_started: true, ..EngineResult::new(Finding::Unknown("not started".into())) };
             }
+            if Instant::now() >= self.start_at || cx.apc_ended.load(Ordering::SeqCst) {
+                break;
+            }
             // Short: the race waits for this thread after a verdict.
             std::thread::sleep(Duration::from_millis(2));
-        }
-        if cx.cancelled() {
-            return EngineResult { never_started: true, ..EngineResult::new(Finding::Unknown("not started".into())) };
         }
         // SAFETY: a plain system call on this thread's own priority (threads it starts inherit it).
         unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(LATE_NICE)) };

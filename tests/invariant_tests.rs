@@ -185,3 +185,21 @@ fn every_byte_read_so_far_is_at_most_the_running_maximum() {
     };
     proven_and_twin("max_of_bytes", &src("a[n - 1] > m"), &src("a[n - 1] == m && m == 200"), "zext32");
 }
+
+#[test]
+fn an_invariant_holds_in_every_iteration_of_the_looping_condition() {
+    // x is ⋆ (moved by an input of 1 or 3); `x ≥ i` holds at every iteration's start, where also
+    // x < 10, so at most 10 iterations run. Only the invariant inside φ^κ (at every τ, with x at
+    // iteration τ an existential x_τ) says so: after the loop x ≥ i and x ≥ 10 allow any i.
+    let src = |test: &str| {
+        format!(
+            "void f(void) {{ unsigned i = 0, x = 0;\n\
+               while (x < 10) {{ unsigned v = (__VERIFIER_nondet_uint() & 2u) | 1u; x += v; i++; }}\n\
+               if ({test}) reach_error(); }}"
+        )
+    };
+    proven_and_twin("invariant_per_iteration", &src("i > 10"), &src("i > 9"), "≥ i");
+    let r = reach("invariant_per_iteration_shape", &src("i > 10"), "f", &["--engine", "apc", "--timeout", "30"]);
+    let looping = r["loops"][0]["looping_condition"].as_str().expect("looping condition");
+    assert!(looping.contains("∀τ") && looping.contains("∃x") && looping.contains("@τ"), "{looping}");
+}

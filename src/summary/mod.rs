@@ -927,6 +927,27 @@ impl ApcBuilder<'_> {
             }
         }
 
+        // An iteration count needs the exact condition of every iteration: with a ⋆ test
+        // dropped, the loop may stop earlier than the known tests say.
+        let (closed_form, uniform_after) =
+            if complete_tests { self.iteration_count(&vars, &thetas, &iteration_tests) } else { (None, vec![]) };
+        if let Some(e) = closed_form {
+            debug!(loop = loop_id.0, count = %Printer::new(&self.pool).print(e), "iteration count in closed form");
+        }
+        // Invariants for what the rules leave ⋆: only over a complete enumeration of the
+        // iterations (a missing one could break them).
+        let wanted: Vec<bool> = (0..vars.len())
+            .map(|k| vars[k].carried && matches!(vars[k].var, Var::Value(_)) && after[k].is_none() && !uniform_after.iter().any(|(j, _)| *j == k))
+            .collect();
+        let invariants = if l.truncated || self.out_of_time() {
+            invariant::Invariants::default()
+        } else {
+            let steps: Vec<invariant::Step> =
+                iteration_tests.iter().zip(&raw_thetas).map(|((tests, _), values)| invariant::Step { tests, values: values.clone() }).collect();
+            // Three quarters of what is left per loop: an inner loop does not starve the outer one.
+            let pool = &mut self.pool;
+            self.invariant_budget.share(0.75, |b| invariant::infer(pool, b, &vars, &steps, &wanted))
+        };
         // φ^κ = ∧_i ∀τ_i (τ_i < κ_i → ∃τ⃗_i (τ⃗_i ≤ κ⃗_i ∧ θ^κ⟨apc_i⟩[κ⃗/τ⃗])).
         let taus: Vec<ExprId> = counters
             .iter()
@@ -950,11 +971,15 @@ impl ApcBuilder<'_> {
         let mut parts = vec![];
         for (i, (tests, fresh)) in iteration_tests.iter().enumerate() {
             let mut body_tests = vec![];
+            let (at_tau, at_tau_symbols) = self.state_with_invariants(&vars, &theta_kappa, &invariants, taus[i]);
             for &t in tests {
-                let t = theta_kappa.apply(&mut self.pool, t);
+                let t = at_tau.apply(&mut self.pool, t);
                 let t = kappa_to_tau.apply(&mut self.pool, t);
                 push_test(&self.pool, &mut body_tests, t);
             }
+            // The invariants at iteration τ_i, for the variables the tests compare and the rules
+            // leave ⋆: each such variable is an existential x_τ that the invariants constrain.
+            let fresh = &self.invariants_at_tau(&vars, &invariants, &at_tau, &kappa_to_tau, &at_tau_symbols, fresh, &mut body_tests);
             // The tests monotone in τ_i lose their quantifier. ∀ distributes over ∧, and a test
             // that mentions neither this backbone's fresh symbols (an inner loop's counters) nor
             // the other backbones' τ_j leaves their ∃ unchanged when taken out, so this is exact
@@ -1008,27 +1033,6 @@ impl ApcBuilder<'_> {
         debug!(loop = loop_id.0, looping = %Printer::new(&self.pool).print(looping), "loop summarised");
         let mut it = counters.iter();
         let backbone_counters = feasible.iter().map(|&f| if f { it.next().copied() } else { None }).collect();
-        // An iteration count needs the exact condition of every iteration: with a ⋆ test
-        // dropped, the loop may stop earlier than the known tests say.
-        let (closed_form, uniform_after) =
-            if complete_tests { self.iteration_count(&vars, &thetas, &iteration_tests) } else { (None, vec![]) };
-        if let Some(e) = closed_form {
-            debug!(loop = loop_id.0, count = %Printer::new(&self.pool).print(e), "iteration count in closed form");
-        }
-        // Invariants for what the rules leave ⋆: only over a complete enumeration of the
-        // iterations (a missing one could break them).
-        let wanted: Vec<bool> = (0..vars.len())
-            .map(|k| vars[k].carried && matches!(vars[k].var, Var::Value(_)) && after[k].is_none() && !uniform_after.iter().any(|(j, _)| *j == k))
-            .collect();
-        let invariants = if l.truncated || self.out_of_time() {
-            invariant::Invariants::default()
-        } else {
-            let steps: Vec<invariant::Step> =
-                iteration_tests.iter().zip(&raw_thetas).map(|((tests, _), values)| invariant::Step { tests, values: values.clone() }).collect();
-            // Three quarters of what is left per loop: an inner loop does not starve the outer one.
-            let pool = &mut self.pool;
-            self.invariant_budget.share(0.75, |b| invariant::infer(pool, b, &vars, &steps, &wanted))
-        };
         let invariant_facts = self.invariant_facts(&vars, &mut after, &uniform_after, &mut aux, &invariants);
         let fills = std::mem::take(&mut self.new_fills);
         let hints = std::mem::take(&mut self.new_hints);
@@ -1048,6 +1052,80 @@ impl ApcBuilder<'_> {
             invariants,
             invariant_facts,
         }
+    }
+
+    /// θ^κ with each variable the rules leave ⋆ and an invariant mentions standing for a fresh
+    /// symbol x_τ (its unknown value at iteration τ), and those symbols: (index into `vars`, x_τ).
+    /// Without invariants this is θ^κ itself.
+    fn state_with_invariants(
+        &mut self,
+        vars: &[LoopVar],
+        theta_kappa: &Substitution,
+        invariants: &invariant::Invariants,
+        tau: ExprId,
+    ) -> (Substitution, Vec<(usize, ExprId)>) {
+        let mut at_tau = theta_kappa.clone();
+        let mut symbols = vec![];
+        if invariants.facts.is_empty() {
+            return (at_tau, symbols);
+        }
+        let tau_name = Printer::new(&self.pool).print(tau);
+        for (k, v) in vars.iter().enumerate() {
+            let star = theta_kappa.get(v.symbol).is_none_or(|e| self.pool.is_star(e));
+            if !star || !v.carried || !matches!(v.var, Var::Value(_)) {
+                continue;
+            }
+            if !invariants.facts.iter().any(|f| mentions(&self.pool, f.formula, &[v.symbol])) {
+                continue;
+            }
+            self.next_aux += 1;
+            let x = self.pool.symbol(&format!("{}@{tau_name}′{}", v.name, self.next_aux), self.pool.sort(v.symbol), SymbolKind::Aux);
+            at_tau.insert(v.symbol, x);
+            symbols.push((k, x));
+        }
+        (at_tau, symbols)
+    }
+
+    /// Conjoins to an iteration's tests (`body`, at iteration τ) the invariants at τ about the
+    /// x_τ symbols of [`Self::state_with_invariants`] that the tests compare, and returns the
+    /// symbols the iteration's ∃ binds: `fresh` and the x_τ now in `body`.
+    ///
+    /// Sound: every iteration starts in a state the invariants hold in (a relational one holds
+    /// at the entry by construction and is preserved; a conditional one when it held at the
+    /// entry), so the actual values at iteration τ are witnesses of the ∃. Only stronger than
+    /// leaving those tests out, as a ⋆ test is.
+    #[allow(clippy::too_many_arguments)]
+    fn invariants_at_tau(
+        &mut self,
+        vars: &[LoopVar],
+        invariants: &invariant::Invariants,
+        at_tau: &Substitution,
+        kappa_to_tau: &Substitution,
+        symbols: &[(usize, ExprId)],
+        fresh: &[ExprId],
+        body: &mut Vec<ExprId>,
+    ) -> Vec<ExprId> {
+        let compared: Vec<usize> = symbols.iter().filter(|&&(_, x)| body.iter().any(|&t| mentions(&self.pool, t, &[x]))).map(|&(k, _)| k).collect();
+        let mut bound = fresh.to_vec();
+        if compared.is_empty() {
+            return bound;
+        }
+        let compared_symbols: Vec<ExprId> = compared.iter().map(|&k| vars[k].symbol).collect();
+        let mut to_tau = at_tau.clone();
+        for &(e, x) in &invariants.entry {
+            to_tau.insert(e, x);
+        }
+        for f in &invariants.facts {
+            if !mentions(&self.pool, f.formula, &compared_symbols) {
+                continue;
+            }
+            let now = to_tau.apply(&mut self.pool, f.formula);
+            let now = kappa_to_tau.apply(&mut self.pool, now);
+            let fact = if f.conditional { self.pool.implies(f.formula, now) } else { now };
+            push_test(&self.pool, body, fact);
+        }
+        bound.extend(symbols.iter().map(|&(_, x)| x).filter(|&x| body.iter().any(|&t| mentions(&self.pool, t, &[x]))));
+        bound
     }
 
     /// The invariants as facts after the loop, over the loop-entry symbols: each variable they

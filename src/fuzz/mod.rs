@@ -205,7 +205,7 @@ impl Fuzzer {
             write(&driver, source.as_bytes())?;
             let args: [&std::ffi::OsStr; 7] =
                 ["-O1".as_ref(), "-w".as_ref(), "-c".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref(), driver.as_os_str(), "-o".as_ref(), driver_o.as_os_str()];
-            let out = run_tool(&clang, &args, d)?;
+            let out = crate::replay::toolchain::compile_generated(&args, source.as_bytes(), &driver_o, d)?;
             if out.status.success() { Ok(()) } else { Err(Error::internal(format!("compiling the fuzzing driver failed: {}", first_error(&out.stderr)))) }
         };
         // The program (instrumented, then its symbols renamed) and the driver compile at once
@@ -249,7 +249,7 @@ impl Fuzzer {
             let mut args = crate::replay::static_link_args();
             args.extend([driver_o.as_os_str(), renamed.as_os_str()]);
             args.extend([runtime.as_os_str(), "-lstdc++".as_ref(), "-lm".as_ref(), "-lpthread".as_ref(), "-o".as_ref(), exe.as_os_str()]);
-            let out = run_tool(&clang, &args, d)?;
+            let out = crate::replay::toolchain::link(&args, d)?;
             if out.status.success() {
                 info!(elapsed = ?start.elapsed(), exe = %exe.display(), "fuzzer built");
                 return Ok(Fuzzer { dir, exe, layout, sessions: AtomicU32::new(0), keep_temps });

@@ -9,6 +9,7 @@ pub mod stubs;
 pub mod ub;
 mod codegen;
 mod libraries;
+pub(crate) mod toolchain;
 
 pub use sandbox::{Limits, RunOutcome};
 
@@ -167,11 +168,15 @@ impl Replayer {
             let stderr = String::from_utf8_lossy(&out.stderr);
             Error::internal(format!("building the replay program failed: {}", stderr.lines().find(|l| l.contains("error")).unwrap_or("")))
         };
-        let compile = |src: &Path, obj: &Path, flags: &[&str]| -> Result<()> {
+        // `generated`: the source of a generated driver, whose object the toolchain cache keeps.
+        let compile = |src: &Path, obj: &Path, flags: &[&str], generated: Option<&[u8]>| -> Result<()> {
             let mut args: Vec<&std::ffi::OsStr> = vec!["-O0".as_ref(), "-w".as_ref(), "-c".as_ref(), "--target=x86_64-pc-linux-gnu".as_ref()];
             args.extend(flags.iter().map(std::ffi::OsStr::new));
             args.extend([src.as_os_str(), "-o".as_ref(), obj.as_os_str()]);
-            let out = run_clang(&args, rp.dir.path())?;
+            let out = match generated {
+                Some(source) => toolchain::compile_generated(&args, source, obj, rp.dir.path())?,
+                None => run_clang(&args, rp.dir.path())?,
+            };
             if out.status.success() { Ok(()) } else { Err(failed(&out)) }
         };
         // The driver with the stubs known so far.
@@ -181,7 +186,7 @@ impl Replayer {
                 source.push_str(stubs);
             }
             write(&driver, source.as_bytes())?;
-            compile(&driver, &driver_o, driver_flags)
+            compile(&driver, &driver_o, driver_flags, Some(source.as_bytes()))
         };
         // The plain program is compiled in-process (see `codegen`); clang when that fails or
         // when sanitizer flags ask for clang's passes.
@@ -192,7 +197,7 @@ impl Replayer {
                     Err(e) => debug!("in-process code generation failed, clang compiles instead: {e}"),
                 }
             }
-            compile(&bc, &program_o, program_flags)
+            compile(&bc, &program_o, program_flags, None)
         };
         at_once(compile_program, || build_driver(&rp))?;
         for attempt in 0..2 {
@@ -205,7 +210,7 @@ impl Replayer {
             };
             args.extend(link_flags.iter().map(std::ffi::OsStr::new));
             args.extend([driver_o.as_os_str(), program_o.as_os_str(), "-lm".as_ref(), "-o".as_ref(), rp.exe.as_os_str()]);
-            let out = run_clang(&args, rp.dir.path())?;
+            let out = toolchain::link(&args, rp.dir.path())?;
             if out.status.success() {
                 if flavour == Flavour::Sanitized {
                     rp.libraries = libraries::gather(&rp.exe, &rp.dir.path().join("lib"))?;

@@ -574,3 +574,22 @@ fn nested_counting_loops_are_proved_without_quantifiers() {
     let r = json_report(&p.path, &["--function", "f", "--call", "reach_error", "--engine", "apc", "--timeout", "20"]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");
 }
+
+#[test]
+fn a_proof_without_the_looping_conditions_comes_from_the_quantifier_free_weakening() {
+    // `i` grows by 4 from 0: after the loop i = 4·κ, never odd. The APC without its ∀τ looping
+    // condition already says so, and that quantifier-free query answers first; a target the
+    // looping condition is needed for (`i > n + 3` after `while (i < n)`) is proved by the
+    // quantified APC or its unfolding instead.
+    let src = |test: &str| format!("void f(int n) {{ int i = 0; while (i < n) i += 4; if ({test}) reach_error(); }}");
+    let r = reach("qf_weakening", &src("i == 15"), "f", &["--engine", "apc"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("without its quantified looping conditions"), "{r:#}");
+    assert!(r["timings"]["solve_apc_qf"].as_f64().is_some(), "{r:#}");
+    let r = reach("qf_weakening_needs_the_loop", "void f(void) { int i = 0; while (i < 10) i++; if (i == 11) reach_error(); }", "f", &["--engine", "apc"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    assert!(!r["reason"].as_str().unwrap().contains("without its quantified"), "{r:#}");
+    // The twin: i == 16 is reached (n = 13).
+    let r = reach("qf_weakening_twin", &src("i == 16"), "f", &[]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+}

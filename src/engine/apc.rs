@@ -27,6 +27,10 @@ const START_UNFOLD_NODES: usize = 40_000;
 /// Smallest K the adaptive start goes down to.
 const MIN_START_K: u32 = 2;
 
+/// The quantifier-free weakening of the APC, checked before the race ([`crate::expr::without_quantifiers`]).
+const SOLVE_QUANTIFIER_FREE: &str = "solve_apc_qf";
+/// Its time limit: it is worth having only when it is quick.
+const QUANTIFIER_FREE_LIMIT: Duration = Duration::from_millis(40);
 /// The query of the APC with its nonlinear operations uninterpreted ([`solve::Query`]).
 const SOLVE_NONLINEAR_UF: &str = "solve_apc_nonlinear_uf";
 
@@ -107,6 +111,15 @@ impl Engine for ApcEngine {
         };
         out.finding = finding;
         out
+    }
+}
+
+/// The reason's mention of the proved loop invariants that strengthened the APC.
+fn strengthened(invariants: usize) -> String {
+    match invariants {
+        0 => String::new(),
+        1 => ", strengthened by a proved loop invariant".to_string(),
+        n => format!(", strengthened by {n} proved loop invariants"),
     }
 }
 
@@ -199,6 +212,26 @@ impl ApcSearch {
         let timing = |out: &mut EngineResult, key: &str, secs: f64| {
             *out.timings.entry(key.to_string()).or_insert(0.0) += secs;
         };
+        // The APC without its quantified parts (looping conditions) is weaker, so still a
+        // necessary condition, and quantifier-free: a few milliseconds often prove what the
+        // race below needs a Z3 context per query and the quantifier (OneLoop's parity) for.
+        if has_quantifiers && apc.complete && !cx.cancelled() {
+            let tq = Instant::now();
+            let weak = crate::expr::without_quantifiers(Arc::make_mut(&mut pool), apc.formula);
+            if pool.as_bool(weak) != Some(true) {
+                let limit = (cx.left() / 10).min(QUANTIFIER_FREE_LIMIT);
+                let answer = solve::check(&pool, weak, limit, |_| ());
+                timing(out, SOLVE_QUANTIFIER_FREE, tq.elapsed().as_secs_f64());
+                if matches!(answer.outcome, Outcome::Unsat) {
+                    info!(query = SOLVE_QUANTIFIER_FREE, "definite answer");
+                    let invariants: usize = apc.summaries.iter().map(|(_, s)| s.invariants.facts.len()).sum();
+                    return Ok(Finding::Unreachable(format!(
+                        "the abstract path condition is unsatisfiable (even without its quantified looping conditions{})",
+                        strengthened(invariants)
+                    )));
+                }
+            }
+        }
         let mut reason = String::new();
         loop {
             out.stats.insert("models_tried".into(), models as u64);
@@ -284,11 +317,7 @@ impl ApcSearch {
                             SOLVE_NONLINEAR_UF => "quantified APC, with its multiplications and divisions of two variables as uninterpreted functions".to_string(),
                             _ => format!("APC^K, K = {k}"),
                         },
-                        match invariants {
-                            0 => String::new(),
-                            1 => ", strengthened by a proved loop invariant".to_string(),
-                            n => format!(", strengthened by {n} proved loop invariants"),
-                        }
+                        strengthened(invariants)
                     )));
                 }
                 Outcome::Unsat if blocking.is_empty() || abstraction => {

@@ -103,6 +103,43 @@ pub fn quantified(pool: &ExprPool, e: ExprId) -> bool {
     found
 }
 
+/// A quantifier-free weakening of `e`: every subformula with a quantifier that is not a
+/// Boolean connective (∧, ∨, ¬) is replaced by `true` where it occurs positively and by
+/// `false` where negatively, so `e` implies the result. An unsatisfiable weakening proves `e`
+/// unsatisfiable, with a quantifier-free query.
+pub fn without_quantifiers(pool: &mut ExprPool, e: ExprId) -> ExprId {
+    /// Deeper nesting of connectives than this is weakened as a whole (no recursion depth
+    /// that grows with the formula).
+    const MAX_DEPTH: usize = 256;
+    fn go(pool: &mut ExprPool, e: ExprId, positive: bool, depth: usize, memo: &mut HashMap<(ExprId, bool), ExprId>) -> ExprId {
+        if let Some(&r) = memo.get(&(e, positive)) {
+            return r;
+        }
+        if !quantified(pool, e) {
+            return e;
+        }
+        let r = match pool.get(e).clone() {
+            _ if depth >= MAX_DEPTH => pool.bool(positive),
+            super::Expr::Not(x) => {
+                let x = go(pool, x, !positive, depth + 1, memo);
+                pool.not(x)
+            }
+            super::Expr::And(xs) => {
+                let xs: Vec<ExprId> = xs.iter().map(|&x| go(pool, x, positive, depth + 1, memo)).collect();
+                pool.and(xs)
+            }
+            super::Expr::Or(xs) => {
+                let xs: Vec<ExprId> = xs.iter().map(|&x| go(pool, x, positive, depth + 1, memo)).collect();
+                pool.or(xs)
+            }
+            _ => pool.bool(positive),
+        };
+        memo.insert((e, positive), r);
+        r
+    }
+    go(pool, e, true, 0, &mut HashMap::new())
+}
+
 /// Calls `f` on every node of `root` once (shared subterms once), parents before children;
 /// stops early when `f` returns `false`.
 pub fn visit(pool: &ExprPool, root: ExprId, mut f: impl FnMut(ExprId, &super::Expr) -> bool) {
@@ -137,6 +174,32 @@ mod tests {
         s.insert(y, x);
         let r = s.apply(&mut p, e);
         assert_eq!(p.get(r), &Expr::Bin(BvOp::Sub, y, x), "x−y [x/y, y/x] = y−x, not y−y");
+    }
+
+    #[test]
+    fn the_weakening_drops_quantified_parts_by_polarity() {
+        let mut p = ExprPool::new();
+        let x = p.symbol("x", Sort::Bv(32), SymbolKind::Input);
+        let t = p.symbol("τ1", Sort::Bv(32), SymbolKind::Tau(1));
+        let ten = p.bv(32, 10);
+        let lt = p.cmp(IntPredicate::Slt, t, x);
+        let all = p.forall(vec![t], lt);
+        let small = p.cmp(IntPredicate::Slt, x, ten);
+        // x < 10 ∧ ∀τ (τ < x)  ⇒  x < 10
+        let e = p.and([small, all]);
+        let w = without_quantifiers(&mut p, e);
+        assert_eq!(w, small);
+        // ¬(∀τ (τ < x) ∧ x < 10): whatever form the pool gives the negation, the quantified
+        // part is weakened away on the side that makes the result weaker: here to `true`
+        // (¬∀ is an ∃, a positive occurrence), never to ¬(x < 10).
+        let both = p.and([all, small]);
+        let e = p.not(both);
+        let w = without_quantifiers(&mut p, e);
+        assert_eq!(p.as_bool(w), Some(true), "{:?}", p.get(w));
+        // quantifier-free formulas are untouched; a bare quantifier becomes true
+        assert_eq!(without_quantifiers(&mut p, small), small);
+        let w = without_quantifiers(&mut p, all);
+        assert_eq!(p.as_bool(w), Some(true));
     }
 
     #[test]

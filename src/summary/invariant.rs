@@ -68,6 +68,25 @@ impl Invariants {
         self.shown.clone()
     }
 
+    /// The facts `keep` accepts, as they hold at a state of the loop: `current` maps each
+    /// variable's symbol to its value there; the entry copies stand for the entry symbols, and a
+    /// conditional fact becomes `I(entry) → I(state)`.
+    pub fn at_state(&self, pool: &mut ExprPool, current: &Substitution, keep: impl Fn(&ExprPool, &LoopInvariant) -> bool) -> Vec<ExprId> {
+        let mut to_state = current.clone();
+        for &(e, x) in &self.entry {
+            to_state.insert(e, x);
+        }
+        let mut out = vec![];
+        for f in &self.facts {
+            if !keep(pool, f) {
+                continue;
+            }
+            let now = to_state.apply(pool, f.formula);
+            out.push(if f.conditional { pool.implies(f.formula, now) } else { now });
+        }
+        out
+    }
+
     /// Fills `shown`: the variables' symbols (underlined, as they stand for entry values in θ^κ)
     /// become plain names, the entry copies underlined ones.
     fn show(&mut self, pool: &mut ExprPool, vars: &[LoopVar]) {

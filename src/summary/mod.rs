@@ -1111,17 +1111,8 @@ impl ApcBuilder<'_> {
             return bound;
         }
         let compared_symbols: Vec<ExprId> = compared.iter().map(|&k| vars[k].symbol).collect();
-        let mut to_tau = at_tau.clone();
-        for &(e, x) in &invariants.entry {
-            to_tau.insert(e, x);
-        }
-        for f in &invariants.facts {
-            if !mentions(&self.pool, f.formula, &compared_symbols) {
-                continue;
-            }
-            let now = to_tau.apply(&mut self.pool, f.formula);
-            let now = kappa_to_tau.apply(&mut self.pool, now);
-            let fact = if f.conditional { self.pool.implies(f.formula, now) } else { now };
+        for fact in invariants.at_state(&mut self.pool, at_tau, |pool, f| mentions(pool, f.formula, &compared_symbols)) {
+            let fact = kappa_to_tau.apply(&mut self.pool, fact);
             push_test(&self.pool, body, fact);
         }
         bound.extend(symbols.iter().map(|&(_, x)| x).filter(|&x| body.iter().any(|&t| mentions(&self.pool, t, &[x]))));
@@ -1165,21 +1156,7 @@ impl ApcBuilder<'_> {
             };
             to_after.insert(v.symbol, value);
         }
-        for &(e, x) in &invariants.entry {
-            to_after.insert(e, x);
-        }
-        invariants
-            .facts
-            .iter()
-            .map(|f| {
-                let later = to_after.apply(&mut self.pool, f.formula);
-                if f.conditional {
-                    self.pool.implies(f.formula, later)
-                } else {
-                    later
-                }
-            })
-            .collect()
+        invariants.at_state(&mut self.pool, &to_after, |_, _| true)
     }
 }
 

@@ -242,3 +242,18 @@ fn a_target_dropped_as_dead_code_by_inlining_is_unreachable() {
     let r = json_report(&p.path, &["--function", "f", "--block", "for.inc"]);
     assert_unreachable(&r);
 }
+
+#[test]
+fn globals_start_as_the_constructors_leave_them() {
+    // The C runtime runs constructors before any call: `g` is 7 at entry, not its initializer's
+    // 0. Once called unreachable (the DSE started from the initializer) and, for the twin,
+    // reachable (the replay's object kept the constructor in `.ctors`, which nothing ran).
+    let ctor = "int g; __attribute__((constructor)) static void init(void) { g = 7; }\n";
+    let r = reach("ctor", &format!("{ctor}void f(int x) {{ if (g == 7 && x == 3) reach_error(); }}"), "f");
+    assert_reachable(&r);
+    let r = reach("ctor_twin", &format!("{ctor}void f(int x) {{ if (g == 0 && x == 3) reach_error(); }}"), "f");
+    assert_ne!(r["verdict"], "reachable", "the replay ran without the constructor: {r:#}");
+    // Without a constructor the initializer is the value at entry, and proofs use it.
+    let plain = "int g = 7;\nvoid f(int x) { if (g == 0 && x == 3) reach_error(); }";
+    assert_unreachable(&reach("no_ctor", plain, "f"));
+}

@@ -211,6 +211,13 @@ impl Fuzzer {
         // The program (instrumented, then its symbols renamed) and the driver compile at once
         // on two cores; then one static link, with lld when it is installed.
         let program = || -> Result<()> {
+            // In this process first (see `codegen::compile_fuzz_object`); clang and objcopy when
+            // that fails.
+            let rename: Vec<(String, String)> = cdriver::redirects(&loaded.declared_functions).into_iter().map(|(old, new, _)| (old, new)).collect();
+            match crate::replay::codegen::compile_fuzz_object(&loaded.instrumented_bitcode, &renamed, &rename, cdriver::DATA_SECTIONS) {
+                Ok(()) => return Ok(()),
+                Err(e) => debug!("in-process code generation for fuzzing failed, clang compiles instead: {e}"),
+            }
             let out = run_tool(
                 &clang,
                 &[

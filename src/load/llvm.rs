@@ -172,6 +172,17 @@ pub fn const_int_zext(v: Value) -> u64 {
     unsafe { LLVMConstIntGetZExtValue(v) }
 }
 
+/// Whether module `m` has constructors: a non-empty `llvm.global_ctors`.
+pub fn has_constructors(m: LLVMModuleRef) -> bool {
+    let name = std::ffi::CString::new("llvm.global_ctors").expect("no NUL");
+    // SAFETY: a valid module; the global and its initializer belong to it.
+    let g = unsafe { LLVMGetNamedGlobal(m, name.as_ptr()) };
+    if g.is_null() {
+        return false;
+    }
+    initializer(g).is_some_and(|init| unsafe { LLVMGetNumOperands(init) } > 0 || !is_a_aggregate_zero(init))
+}
+
 pub fn initializer(g: Value) -> Option<Value> {
     let v = unsafe { LLVMGetInitializer(g) };
     (!v.is_null()).then_some(v)

@@ -11,6 +11,7 @@ use llvm_sys::prelude::LLVMModuleRef;
 use llvm_sys::target::LLVMTargetDataRef;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode, LLVMTypeKind};
 use std::collections::HashMap;
+use tracing::debug;
 
 /// Globals larger than this keep an unknown initial content (their bytes are not materialised).
 const MAX_GLOBAL_INIT_BYTES: u64 = 1 << 20;
@@ -23,6 +24,10 @@ struct Lowerer {
     value_names: Vec<String>,
     globals: Vec<Global>,
     global_ids: HashMap<usize, GlobalId>,
+    /// The module has constructors (`llvm.global_ctors`): they run before any function is
+    /// called (the C runtime runs them before `main`) and may write any global, so a mutable
+    /// global's initializer says nothing of its value at entry.
+    constructors: bool,
 }
 
 pub(crate) fn lower_type(t: llvm::Type) -> Ty {
@@ -78,7 +83,8 @@ impl Lowerer {
         let id = GlobalId(self.globals.len() as u32);
         let ty = llvm::global_value_type(g);
         let size = if llvm::is_sized(ty) { llvm::alloc_size(self.td, ty) } else { 0 };
-        let init = llvm::initializer(g).filter(|_| size <= MAX_GLOBAL_INIT_BYTES).map(|c| {
+        let is_constant = llvm::is_global_constant(g);
+        let init = llvm::initializer(g).filter(|_| size <= MAX_GLOBAL_INIT_BYTES && (is_constant || !self.constructors)).map(|c| {
             let mut bytes = vec![None; size as usize];
             self.const_bytes(c, ty, &mut bytes);
             bytes
@@ -88,7 +94,7 @@ impl Lowerer {
             name: llvm::value_name(g),
             size,
             init,
-            is_constant: llvm::is_global_constant(g),
+            is_constant,
         });
         self.global_ids.insert(g as usize, id);
         id
@@ -383,7 +389,11 @@ pub fn lower(m: LLVMModuleRef, f: llvm::Value, target_names: Vec<String>) -> Res
         value_names: vec![],
         globals: vec![],
         global_ids: HashMap::new(),
+        constructors: llvm::has_constructors(m),
     };
+    if lw.constructors {
+        debug!("the module has constructors: mutable globals start unknown");
+    }
     let llvm_blocks = llvm::blocks(f);
     if llvm_blocks.is_empty() {
         return Err(Error::bad_input(format!("function '{}' has no body", llvm::value_name(f))));

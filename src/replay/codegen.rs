@@ -6,30 +6,166 @@ use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
+use inkwell::values::AsValueRef;
 use inkwell::OptimizationLevel;
 use std::path::Path;
 
 /// Compiles `bitcode` for x86-64 Linux at `-O0` into the object file `obj` (position
 /// independent, as Debian's clang does by default, so that it links statically or as PIE).
 pub fn compile_object(bitcode: &[u8], obj: &Path) -> Result<(), String> {
-    static INIT: std::sync::Once = std::sync::Once::new();
-    INIT.call_once(|| Target::initialize_x86(&InitializationConfig::default()));
-    let triple = TargetTriple::create("x86_64-pc-linux-gnu");
-    let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
-    let machine = target
-        .create_target_machine(&triple, "x86-64", "", OptimizationLevel::None, RelocMode::PIC, CodeModel::Default)
-        .ok_or("LLVM cannot create an x86-64 target machine")?;
+    let machine = machine()?;
     // A context of this thread's own: LLVM contexts are not shared between threads.
     let context = Context::create();
     let buffer = MemoryBuffer::create_from_memory_range_copy(bitcode, "program.bc");
     let module = Module::parse_bitcode_from_buffer(&buffer, &context).map_err(|e| e.to_string())?;
-    module.set_triple(&triple);
+    module.set_triple(&machine.get_triple());
+    structors_to_init_array(&module);
     machine.write_to_file(&module, FileType::Object, obj).map_err(|e| e.to_string())
+}
+
+/// Moves the module's constructors and destructors (`llvm.global_ctors`, `llvm.global_dtors`)
+/// into arrays in `.init_array` and `.fini_array` sections, as clang's code generation does.
+///
+/// Why: LLVM's C API creates target machines whose options put them in `.ctors`/`.dtors`
+/// (`UseInitArray` is off, with no way to set it), and neither glibc's static start-up nor lld
+/// runs those: a program's `__attribute__((constructor))` never ran in replay, so runs
+/// started from globals the real program never has at entry.
+fn structors_to_init_array(module: &Module) {
+    use llvm_sys::core::*;
+    for (list, section) in [("llvm.global_ctors", ".init_array"), ("llvm.global_dtors", ".fini_array")] {
+        let Some(global) = module.get_global(list) else { continue };
+        let g = global.as_value_ref();
+        // SAFETY: C API calls on values of this module, checked for null where they may be.
+        unsafe {
+            let init = LLVMGetInitializer(g);
+            if init.is_null() {
+                continue;
+            }
+            // Entries {priority, function, data}, by priority in their order.
+            let mut by_priority: std::collections::BTreeMap<u64, Vec<llvm_sys::prelude::LLVMValueRef>> = Default::default();
+            for k in 0..LLVMGetNumOperands(init) as u32 {
+                let entry = LLVMGetAggregateElement(init, k);
+                if entry.is_null() {
+                    continue;
+                }
+                let (priority, function) = (LLVMGetAggregateElement(entry, 0), LLVMGetAggregateElement(entry, 1));
+                if priority.is_null() || function.is_null() || LLVMIsNull(function) != 0 {
+                    continue;
+                }
+                by_priority.entry(LLVMConstIntGetZExtValue(priority)).or_default().push(function);
+            }
+            let ptr = LLVMPointerTypeInContext(LLVMGetModuleContext(module.as_mut_ptr()), 0);
+            for (priority, mut functions) in by_priority {
+                let ty = LLVMArrayType2(ptr, functions.len() as u64);
+                let name = std::ffi::CString::new(format!("apc{}.{priority}", section.replace('.', "_"))).expect("no NUL");
+                let array = LLVMAddGlobal(module.as_mut_ptr(), ty, name.as_ptr());
+                LLVMSetInitializer(array, LLVMConstArray2(ptr, functions.as_mut_ptr(), functions.len() as u64));
+                LLVMSetLinkage(array, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+                LLVMSetAlignment(array, 8);
+                // The linker orders `.init_array.N` by N, after `.init_array.M` for M < N, and
+                // the plain section last, as priorities go.
+                let section = if priority >= 65535 { section.to_string() } else { format!("{section}.{priority:05}") };
+                let section = std::ffi::CString::new(section).expect("no NUL");
+                LLVMSetSection(array, section.as_ptr());
+            }
+            LLVMDeleteGlobal(g);
+        }
+    }
+}
+
+/// The options of LLVM's coverage pass (`sancov-module`) that `clang -fsanitize=fuzzer-no-link`
+/// sets: edges and indirect calls (level 4), comparison tracing, inline 8-bit counters, the PC
+/// table, stack depth. LLVM reads them from its command-line options only, so they are set
+/// once per process; nothing else here runs that pass.
+const SANCOV_OPTIONS: &[&str] = &[
+    "apc-llvm",
+    "-sanitizer-coverage-level=4",
+    "-sanitizer-coverage-trace-compares",
+    "-sanitizer-coverage-inline-8bit-counters",
+    "-sanitizer-coverage-pc-table",
+    "-sanitizer-coverage-stack-depth",
+];
+
+/// [`compile_object`] for libFuzzer: the functions named first in `rename` renamed to the second
+/// (declarations the fuzzing driver defines under another name), the module instrumented for
+/// coverage as `clang -O0 -fsanitize=fuzzer-no-link` does, and the object's sections renamed by
+/// `sections` ([`super::elf::rename_sections`]). What `clang` and `llvm-objcopy` did in two
+/// processes (30 ms and two process starts, beside the engines) in this one.
+pub fn compile_fuzz_object(bitcode: &[u8], obj: &Path, rename: &[(String, String)], sections: &[(&str, &str)]) -> Result<(), String> {
+    static OPTIONS: std::sync::Once = std::sync::Once::new();
+    OPTIONS.call_once(|| {
+        let args: Vec<std::ffi::CString> = SANCOV_OPTIONS.iter().map(|a| std::ffi::CString::new(*a).expect("no NUL")).collect();
+        let argv: Vec<*const std::ffi::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        // SAFETY: valid C strings for the call's duration. The options are LLVM 19's (this
+        // binary links it statically), so parsing cannot fail (it would end the process).
+        unsafe { llvm_sys::support::LLVMParseCommandLineOptions(argv.len() as i32, argv.as_ptr(), std::ptr::null()) };
+    });
+    let context = Context::create();
+    let buffer = MemoryBuffer::create_from_memory_range_copy(bitcode, "program.bc");
+    let module = Module::parse_bitcode_from_buffer(&buffer, &context).map_err(|e| e.to_string())?;
+    for (old, new) in rename {
+        if let Some(f) = module.get_function(old) {
+            if f.count_basic_blocks() == 0 {
+                let name = std::ffi::CString::new(new.as_str()).map_err(|e| e.to_string())?;
+                // SAFETY: a function of this module; the name is copied by LLVM.
+                unsafe { llvm_sys::core::LLVMSetValueName2(f.as_value_ref(), name.as_ptr(), new.len()) };
+            }
+        }
+    }
+    let machine = machine()?;
+    module.set_triple(&machine.get_triple());
+    module.run_passes("sancov-module", &machine, inkwell::passes::PassBuilderOptions::create()).map_err(|e| e.to_string())?;
+    // After the pass: its constructor registers the coverage counters with libFuzzer (in
+    // `.ctors` nothing ran it, and libFuzzer saw no coverage at all).
+    structors_to_init_array(&module);
+    let mut bytes = machine.write_to_memory_buffer(&module, FileType::Object).map_err(|e| e.to_string())?.as_slice().to_vec();
+    super::elf::rename_sections(&mut bytes, sections)?;
+    std::fs::write(obj, &bytes).map_err(|e| format!("cannot write {}: {e}", obj.display()))
+}
+
+/// The x86-64 Linux target machine at `-O0`, position independent.
+fn machine() -> Result<inkwell::targets::TargetMachine, String> {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    INIT.call_once(|| Target::initialize_x86(&InitializationConfig::default()));
+    let triple = TargetTriple::create("x86_64-pc-linux-gnu");
+    let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
+    target
+        .create_target_machine(&triple, "x86-64", "", OptimizationLevel::None, RelocMode::PIC, CodeModel::Default)
+        .ok_or_else(|| "LLVM cannot create an x86-64 target machine".to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fuzzing object: coverage instrumentation as clang's (8-bit counters, PC table,
+    /// comparison and indirect-call tracing), the redirected function renamed, the data
+    /// sections renamed.
+    #[test]
+    fn the_fuzzing_object_is_instrumented_and_renamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = dir.path().join("p.c");
+        std::fs::write(&c, "int memcmp(const void *, const void *, unsigned long);\nint g = 3, z; int (*fp)(int);\nint f(int x, const char *s) { if (x == 1234) z = 1; if (memcmp(s, \"abc\", 3) == 0) g++; return fp ? fp(x) : g; }\n").unwrap();
+        let bc = dir.path().join("p.bc");
+        let clang = crate::load::input::clang_path();
+        let st = std::process::Command::new(&clang).args(["-O0", "-Xclang", "-disable-O0-optnone", "-c", "-emit-llvm"]).arg(&c).arg("-o").arg(&bc).status().unwrap();
+        assert!(st.success());
+        let obj = dir.path().join("p.o");
+        let rename = vec![("memcmp".to_string(), "apc_fuzz_memcmp".to_string())];
+        compile_fuzz_object(&std::fs::read(&bc).unwrap(), &obj, &rename, &[(".data", "apc_g_data"), (".bss", "apc_g_bss")]).unwrap();
+        let bytes = std::fs::read(&obj).unwrap();
+        let sections = super::super::elf::section_names(&bytes).unwrap();
+        for want in ["__sancov_cntrs", "__sancov_pcs", "apc_g_data", "apc_g_bss"] {
+            assert!(sections.iter().any(|s| s == want), "no {want} in {sections:?}");
+        }
+        assert!(!sections.iter().any(|s| s == ".data" || s == ".bss"), "{sections:?}");
+        let nm = std::process::Command::new(crate::load::input::llvm_tool("llvm-nm")).arg(&obj).output().unwrap();
+        let symbols = String::from_utf8_lossy(&nm.stdout);
+        for want in ["apc_fuzz_memcmp", "__sanitizer_cov_trace_const_cmp4", "__sanitizer_cov_trace_pc_indir", "__sancov_lowest_stack"] {
+            assert!(symbols.lines().any(|l| l.ends_with(&format!(" {want}"))), "no {want} in\n{symbols}");
+        }
+        assert!(!symbols.lines().any(|l| l.ends_with(" memcmp")), "{symbols}");
+    }
 
     /// An object compiled here links with clang into a program that runs as compiled C would.
     #[test]

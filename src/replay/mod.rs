@@ -7,7 +7,8 @@ pub mod sandbox;
 pub mod pure;
 pub mod stubs;
 pub mod ub;
-mod codegen;
+pub(crate) mod codegen;
+pub(crate) mod elf;
 mod libraries;
 pub(crate) mod toolchain;
 

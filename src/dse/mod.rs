@@ -280,6 +280,11 @@ pub fn search(
     cancel: &AtomicBool,
     replay: &(dyn Fn(&Witness) -> bool + Sync),
 ) -> (DseEnd, DseStats) {
+    // Creating the solver context and parsing the APC take milliseconds that a race already
+    // decided should not wait for.
+    if cancel.load(Ordering::Relaxed) {
+        return (DseEnd::GaveUp("cancelled".into()), DseStats::default());
+    }
     let ctx = ContextHandle(z3::Context::thread_local().get_z3_context());
     let done = AtomicBool::new(false);
     let clock = std::sync::Arc::new(solver::QueryClock::new());
@@ -329,6 +334,9 @@ fn search_inner(
     // the full APC is parsed (tens of milliseconds for a few kilobytes) only once the search
     // has run `FULL_APC_AFTER`: many targets are found before it would have pruned anything.
     let mut full_apc_pending = guide.is_some();
+    if cancel.load(Ordering::Relaxed) {
+        return (DseEnd::GaveUp("cancelled".into()), stats);
+    }
     if let Some(g) = guide {
         if let Some(f) = g.skeleton_formula() {
             solver.set_skeleton(&f, g.skeleton_stream_reads.clone());

@@ -215,22 +215,28 @@ impl ApcSearch {
         // The APC without its quantified parts (looping conditions) is weaker, so still a
         // necessary condition, and quantifier-free: a few milliseconds often prove what the
         // race below needs a Z3 context per query and the quantifier (OneLoop's parity) for.
-        if has_quantifiers && apc.complete && !cx.cancelled() {
+        // The other searches yield to it while it runs (see `Context::quick_check`).
+        let proved_quickly = cx.quick_check(|| {
+            if !has_quantifiers || !apc.complete || cx.cancelled() {
+                return false;
+            }
             let tq = Instant::now();
             let weak = crate::expr::without_quantifiers(Arc::make_mut(&mut pool), apc.formula);
-            if pool.as_bool(weak) != Some(true) {
-                let limit = (cx.left() / 10).min(QUANTIFIER_FREE_LIMIT);
-                let answer = solve::check(&pool, weak, limit, |_| ());
-                timing(out, SOLVE_QUANTIFIER_FREE, tq.elapsed().as_secs_f64());
-                if matches!(answer.outcome, Outcome::Unsat) {
-                    info!(query = SOLVE_QUANTIFIER_FREE, "definite answer");
-                    let invariants: usize = apc.summaries.iter().map(|(_, s)| s.invariants.facts.len()).sum();
-                    return Ok(Finding::Unreachable(format!(
-                        "the abstract path condition is unsatisfiable (even without its quantified looping conditions{})",
-                        strengthened(invariants)
-                    )));
-                }
+            if pool.as_bool(weak) == Some(true) {
+                return false;
             }
+            let limit = (cx.left() / 10).min(QUANTIFIER_FREE_LIMIT);
+            let answer = solve::check(&pool, weak, limit, |_| ());
+            timing(out, SOLVE_QUANTIFIER_FREE, tq.elapsed().as_secs_f64());
+            matches!(answer.outcome, Outcome::Unsat)
+        });
+        if proved_quickly {
+            info!(query = SOLVE_QUANTIFIER_FREE, "definite answer");
+            let invariants: usize = apc.summaries.iter().map(|(_, s)| s.invariants.facts.len()).sum();
+            return Ok(Finding::Unreachable(format!(
+                "the abstract path condition is unsatisfiable (even without its quantified looping conditions{})",
+                strengthened(invariants)
+            )));
         }
         let mut reason = String::new();
         loop {

@@ -40,6 +40,7 @@ impl Engine for DseEngine {
                 _ => false,
             }
         };
+        cx.yield_to_quick_check();
         let Some(guide) = self.guide.take(cx) else {
             return EngineResult::new(Finding::Unknown("cancelled while the abstract path condition was being built".into()));
         };

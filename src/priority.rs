@@ -41,3 +41,11 @@ mod tests {
         assert!(lowered(5) >= b);
     }
 }
+
+/// A scheduling constant, or its override from the environment variable `APC_LLVM_TUNE_<name>`
+/// (a whole number: milliseconds, percents or nice values, as the caller says). For measuring
+/// the portfolio's scheduling (`scripts/bench`, interleaved A/B runs) without rebuilding; not an
+/// interface for users, and read anew at each use.
+pub fn tune(name: &str, default: u64) -> u64 {
+    std::env::var(format!("APC_LLVM_TUNE_{name}")).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}

@@ -104,6 +104,7 @@ impl Engine for ApcEngine {
             Some(Err(why)) => return EngineResult::new(Finding::Unknown(why)),
             None => return EngineResult::new(Finding::Unknown("cancelled while the abstract path condition was being built".into())),
         };
+        cx.apc_starts_solving();
         let mut out = EngineResult::new(Finding::Unknown(String::new()));
         let finding = match search.search(cx, &mut out) {
             Ok(f) => f,

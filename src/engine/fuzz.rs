@@ -58,7 +58,7 @@ impl FuzzEngine {
             // child processes, inherit it). At nice 5 its compile slowed building the APC of
             // wp_sevens from 0.3 s to 1.7 s. Raised when the fuzzer joins the race.
             if !alone {
-                unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(FUZZ_BUILD_NICE)) };
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(crate::priority::tune("FUZZ_BUILD_NICE", FUZZ_BUILD_NICE as u64) as i32)) };
             }
             tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
             Fuzzer::build(&loaded, keep_temps)
@@ -134,10 +134,11 @@ impl Engine for FuzzEngine {
         // there is nothing to raise (raising earlier would be undone by that lowering).
         let nice = crate::priority::current();
         let mut raised = nice == crate::priority::lowered(FUZZ_BUILD_NICE);
+        let raise_after = Duration::from_millis(crate::priority::tune("RAISE_FUZZ_BUILD_MS", RAISE_BUILD_AFTER.as_millis() as u64));
         // The build runs at low priority: wait for it, but not past a cancel or the deadline
         // (the race waits for every engine; the build is left to `cleanup::finish`).
         while !self.build.is_finished() {
-            if !raised && (self.alone || tb.elapsed() >= RAISE_BUILD_AFTER) {
+            if !raised && (self.alone || tb.elapsed() >= raise_after) {
                 let tid = self.build_tid.load(std::sync::atomic::Ordering::SeqCst);
                 if tid > 0 {
                     raise_build_priority(tid, nice);

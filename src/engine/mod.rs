@@ -194,21 +194,31 @@ pub trait Engine: Send {
 /// eqcnt 9.6 s against 0.7 s). With the equal start and the yields (the APC's below, the
 /// fuzzer's in `fuzz.rs`), the geometric mean over `c-benchmarks/` went from 2.12x the best
 /// single engine to 1.68x.
-/// How long the APC's solvers run at full priority beside the DSE: most proofs of the APC come
-/// within it (OneLoop's in 30 ms). After it, while the DSE runs, they run at
-/// [`APC_SHARE_NICE`]; once the DSE has ended, at full priority again.
-const APC_HEAD_START: Duration = Duration::from_millis(300);
-/// Nice value of the APC's solver workers beside the DSE: two or three of them (the quantified
-/// APC, APC^K, the uninterpreted abstraction) then weigh about as much as the DSE's one
-/// thread (weights 423 each against 1024), so on two cores each engine gets about one core. At
-/// full priority for a whole second, the three workers kept the DSE to half a core: on
-/// wp_windriver it took 2.2 s in the portfolio against 1.15 s alone.
-const APC_SHARE_NICE: libc::c_int = 4;
-/// Nice value of the APC's thread and solvers once its first model missed the target while a
-/// witness search (DSE, fuzzing) runs beside it: every benchmark the APC wins, it wins with its
-/// first model or its first proof, and its later rounds (block the model, double K) kept the
-/// fuzzer to a fifth of a core (eqcnt: 16 s in the portfolio, 0.7 s alone).
-const APC_YIELD_NICE: libc::c_int = 10;
+/// How long the APC's solvers run at full priority beside the searches, from when the APC is
+/// built: its quick wins come within it (the proofs and first models of `c-benchmarks/`, within
+/// 50 ms of solving). After it, while a search (DSE, fuzzing) runs, the APC's solvers together
+/// weigh [`APC_SHARE`] of an engine, and [`APC_SHARE_AFTER_A_MISS`] once a model of theirs
+/// missed the target.
+const APC_HEAD_START: Duration = Duration::from_millis(100);
+/// The APC's share of the machine beside a search, as a fraction of one engine's (one nice-0
+/// thread), its two or three solver workers together; the apc engine's own thread (unfolding,
+/// model extraction) keeps its priority until a model missed. At full priority past the head
+/// start (three threads), or at nice 4 each (1.2 engines), the solvers kept the DSE to 40% of a
+/// core (wp_windriver: 2.8 s in the portfolio against 1.06 s alone, the APC's solvers taking
+/// 2.6 s of CPU). Measured against one engine's share, interleaved runs of `c-benchmarks/`
+/// (5 each): geometric mean of the portfolio's ratio to the best single engine 1.46 against
+/// 1.62, doif 1.17 s against 1.81, eqcnt 0.37 against 1.21 (its fuzzer gets the core the
+/// solvers gave up, while the apc thread still unfolds at full priority for the model that
+/// seeds it).
+const APC_SHARE: f64 = 1.0 / 3.0;
+/// The APC's share once its first model missed the target: it then searches by trial (block
+/// the model, raise K), which won no benchmark, and a proof can no longer come from its
+/// quantified query. Its later rounds at a full share kept the fuzzer to a fifth of a core
+/// (eqcnt: 16 s in the portfolio, 0.7 s alone).
+const APC_SHARE_AFTER_A_MISS: f64 = 1.0 / 3.0;
+/// Nice value of the apc engine's own thread (model extraction, unfolding, replays) beside a
+/// search once its first model missed.
+const APC_THREAD_YIELD_NICE: libc::c_int = 10;
 
 /// Witnesses worth trying by other engines (APC models that did not replay seed the fuzzer).
 #[derive(Default)]
@@ -244,10 +254,12 @@ pub struct Context<'a> {
     run_seconds: Mutex<Vec<f64>>,
     /// Set by the apc engine once its first model missed the target: from then on it searches
     /// by trial (block, raise K), which rarely wins a race, and it yields the machine to the
-    /// other searches (see [`APC_YIELD_NICE`]).
+    /// other searches (see [`APC_SHARE_AFTER_A_MISS`]).
     apc_unproductive: AtomicBool,
     /// The apc engine thread's id, for its priority.
     apc_tid: std::sync::atomic::AtomicI32,
+    /// When the apc engine got its APC and started solving (its head start counts from then).
+    apc_solving_since: Mutex<Option<Instant>>,
     /// Set once the apc engine has ended without a definite finding (or when it does not run):
     /// the [`Late`] provers then start at once.
     apc_ended: AtomicBool,
@@ -279,6 +291,7 @@ impl<'a> Context<'a> {
             run_seconds: Default::default(),
             apc_unproductive: AtomicBool::new(false),
             apc_tid: Default::default(),
+            apc_solving_since: Mutex::new(None),
             apc_ended: AtomicBool::new(false),
             quick: Mutex::default(),
         }
@@ -313,6 +326,11 @@ impl<'a> Context<'a> {
         // SAFETY: a plain system call on this thread's own priority.
         unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(QUICK_CHECK_YIELD_NICE)) };
         q.yielded.push(tid);
+    }
+
+    /// Called by the apc engine when it has its APC and starts solving (its head start begins).
+    pub fn apc_starts_solving(&self) {
+        self.apc_solving_since.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Instant::now);
     }
 
     /// Called by the apc engine when its first model missed the target (see `apc_unproductive`).
@@ -416,21 +434,26 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             }
         }
         drop(tx);
-        let head_start_ends = Instant::now() + APC_HEAD_START;
-        let mut applied: Option<(i32, i32)> = None;
+        let mut applied: Option<(Option<u32>, i32)> = None;
+        // The scheduling constants (overridable for measurements, see `priority::tune`).
+        let head_start = Duration::from_millis(crate::priority::tune("HEAD_START_MS", APC_HEAD_START.as_millis() as u64));
+        let weight = |default: f64, name: &str| (crate::solve::NICE_0_WEIGHT as f64 * crate::priority::tune(name, (default * 100.0) as u64) as f64 / 100.0) as u32;
+        let (share, share_after_a_miss) = (weight(APC_SHARE, "APC_SHARE_PERCENT"), weight(APC_SHARE_AFTER_A_MISS, "APC_SHARE_AFTER_A_MISS_PERCENT"));
         while results.len() < total {
-            // The APC's priority (its solver workers', its own thread's), from what runs now.
+            // The APC's priority (its solver workers' share, its own thread's nice), from what
+            // runs now.
             let running = |k: EngineKind| kinds.contains(&k) && !results.iter().any(|(r, _, _)| *r == k);
             let searches_beside = running(EngineKind::Dse) || running(EngineKind::Fuzz);
-            let wanted = if cx.apc_unproductive.load(Ordering::Relaxed) && searches_beside {
-                (APC_YIELD_NICE, APC_YIELD_NICE)
-            } else if running(EngineKind::Dse) && Instant::now() >= head_start_ends {
-                (APC_SHARE_NICE, 0)
+            let solving_for = cx.apc_solving_since.lock().unwrap_or_else(|e| e.into_inner()).map(|t| t.elapsed());
+            let wanted = if !searches_beside || solving_for.is_none_or(|t| t < head_start) {
+                (None, 0)
+            } else if cx.apc_unproductive.load(Ordering::Relaxed) {
+                (Some(share_after_a_miss), APC_THREAD_YIELD_NICE)
             } else {
-                (0, 0)
+                (Some(share), 0)
             };
             if running(EngineKind::Apc) && applied != Some(wanted) {
-                crate::solve::set_worker_nice(wanted.0);
+                crate::solve::set_worker_share(wanted.0);
                 let tid = cx.apc_tid.load(Ordering::Relaxed);
                 if tid > 0 {
                     // SAFETY: a plain system call; at worst the thread has just ended.
@@ -438,7 +461,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
                 }
                 applied = Some(wanted);
             }
-            let r = match rx.recv_timeout(Duration::from_millis(20)) {
+            let r = match rx.recv_timeout(Duration::from_millis(10)) {
                 Ok(r) => r,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(_) => break,
@@ -469,7 +492,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             }
         }
     });
-    crate::solve::set_worker_nice(0);
+    crate::solve::set_worker_share(None);
     let mut engines = BTreeMap::new();
     let mut timings = BTreeMap::new();
     // Late engines the race ended before they started are not reported (kinds are unique, so

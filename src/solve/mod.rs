@@ -404,6 +404,8 @@ enum WorkerState {
 struct Slot {
     state: WorkerState,
     stop: bool,
+    /// The worker's thread id once it runs (0 before): a worker left behind is lowered.
+    tid: libc::pid_t,
 }
 
 // SAFETY: the raw context pointer is only used for `Z3_interrupt` (documented thread-safe),
@@ -425,6 +427,7 @@ fn announce_running(slot: &SharedSlot, ctx: &z3::Context) -> bool {
         return false;
     }
     g.state = WorkerState::Running(ctx.get_z3_context());
+    g.tid = unsafe { libc::gettid() };
     true
 }
 
@@ -503,6 +506,17 @@ impl Drop for Workers<'_> {
             if since.elapsed() > JOIN_GRACE || (cancelled && since.elapsed() > CANCEL_GRACE) {
                 WORKERS_LEFT_RUNNING.store(true, std::sync::atomic::Ordering::SeqCst);
                 tracing::debug!("a solver thread ignores its interrupt; leaving it behind");
+                // What it still computes is of no use: at the lowest priority, out of the
+                // APC's share, so that it takes no CPU from what comes next (it kept two
+                // cores' worth of solving beside doif's witness reduction).
+                for slot in &self.slots {
+                    // Under the slot's lock a running worker cannot end (it marks itself done
+                    // under it first), so its thread id is still its own.
+                    let g = slot.lock().unwrap_or_else(|e| e.into_inner());
+                    if matches!(g.state, WorkerState::Running(_)) && g.tid > 0 {
+                        abandon_worker(g.tid);
+                    }
+                }
                 let (done, running): (Vec<_>, Vec<_>) = self.handles.drain(..).partition(|h| h.is_finished());
                 for h in done {
                     let _ = h.join();
@@ -595,13 +609,13 @@ pub fn in_worker<T: Send + 'static>(
     work: impl FnOnce(&dyn Fn() -> bool) -> T + Send + 'static,
 ) -> Result<T, String> {
     use std::sync::{Arc, Mutex};
-    let slot = Arc::new(Mutex::new(Slot { state: WorkerState::Pending, stop: false }));
+    let slot = Arc::new(Mutex::new(Slot { state: WorkerState::Pending, stop: false, tid: 0 }));
     let (tx, rx) = std::sync::mpsc::channel::<T>();
     // Set at a cancel *and* at the deadline: Spacer may take seconds to notice an interrupt,
     // and the worker is then left behind at once (see `Workers`), not waited for.
     let stop_now = std::sync::atomic::AtomicBool::new(false);
     let mut workers = Workers { slots: vec![slot.clone()], handles: vec![], cancel: &stop_now };
-    // Not one of the APC's solver workers (`set_worker_nice`): its priority is its caller's
+    // Not one of the APC's solver workers (`set_worker_share`): its priority is its caller's
     // (a late prover's, `engine::Late`, stays low).
     let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
         let ctx = z3::Context::thread_local();
@@ -638,42 +652,92 @@ pub fn in_worker<T: Send + 'static>(
     // `workers` is dropped here: the worker is interrupted and joined.
 }
 
-/// Nice value of the solver worker threads (see [`set_worker_nice`]) and the threads running now.
-static WORKER_NICE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-static WORKER_TIDS: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
+/// The CPU share of the solver worker threads together (see [`set_worker_share`]), and the
+/// threads running now.
+static WORKER_SHARE: std::sync::Mutex<WorkerShare> = std::sync::Mutex::new(WorkerShare { total: None, tids: Vec::new() });
 
-/// Registers the calling worker thread for [`set_worker_nice`] while it lives.
+struct WorkerShare {
+    /// `None`: every worker at the base priority; else the scheduler weight of all of them
+    /// together (a nice-0 thread weighs [`NICE_0_WEIGHT`]).
+    total: Option<u32>,
+    tids: Vec<libc::pid_t>,
+}
+
+/// The Linux scheduler's weight of a nice-0 thread.
+pub const NICE_0_WEIGHT: u32 = 1024;
+/// The scheduler's weights of nice values 0 to 19 (`sched_prio_to_weight`): a thread's share of
+/// a busy core is its weight over the sum of the runnable threads' weights.
+const NICE_WEIGHTS: [u32; 20] = [1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15];
+
+/// The nice value whose weight is nearest `weight` (on a log scale).
+fn nice_for_weight(weight: u32) -> i32 {
+    let w = (weight.max(1) as f64).ln();
+    let distance = |k: usize| ((NICE_WEIGHTS[k] as f64).ln() - w).abs();
+    (0..NICE_WEIGHTS.len()).min_by(|&a, &b| distance(a).total_cmp(&distance(b))).unwrap_or(0) as i32
+}
+
+impl WorkerShare {
+    /// Each worker's nice value now.
+    fn nice(&self) -> i32 {
+        match self.total {
+            None => 0,
+            Some(total) => nice_for_weight(total / self.tids.len().max(1) as u32),
+        }
+    }
+
+    fn apply(&self) {
+        let nice = crate::priority::lowered(self.nice());
+        for &t in &self.tids {
+            // SAFETY: a plain system call; the thread is alive while it is registered (it
+            // removes itself under this lock before it ends).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, t as libc::id_t, nice) };
+        }
+    }
+}
+
+/// Registers the calling worker thread for [`set_worker_share`] while it lives.
 struct WorkerPriority(libc::pid_t);
 
 impl WorkerPriority {
     fn enter() -> WorkerPriority {
         let tid = unsafe { libc::gettid() };
-        let mut tids = WORKER_TIDS.lock().unwrap_or_else(|e| e.into_inner());
-        let nice = WORKER_NICE.load(std::sync::atomic::Ordering::SeqCst);
-        if nice != 0 {
-            // SAFETY: a plain system call on this thread's own priority.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(nice)) };
+        let mut share = WORKER_SHARE.lock().unwrap_or_else(|e| e.into_inner());
+        share.tids.push(tid);
+        // One more worker: each one's share of the total is smaller.
+        if share.total.is_some() {
+            share.apply();
         }
-        tids.push(tid);
         WorkerPriority(tid)
     }
 }
 
 impl Drop for WorkerPriority {
     fn drop(&mut self) {
-        WORKER_TIDS.lock().unwrap_or_else(|e| e.into_inner()).retain(|t| *t != self.0);
+        let mut share = WORKER_SHARE.lock().unwrap_or_else(|e| e.into_inner());
+        share.tids.retain(|t| *t != self.0);
+        if share.total.is_some() {
+            share.apply();
+        }
     }
 }
 
-/// Sets the nice value of every solver worker thread, running or started later (the portfolio
-/// lowers the APC's solvers once they have had their head start).
-pub fn set_worker_nice(nice: i32) {
-    let tids = WORKER_TIDS.lock().unwrap_or_else(|e| e.into_inner());
-    WORKER_NICE.store(nice, std::sync::atomic::Ordering::SeqCst);
-    for &t in tids.iter() {
-        // SAFETY: a plain system call; the thread is alive while it is registered (it removes
-        // itself under this lock before it ends).
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, t as libc::id_t, crate::priority::lowered(nice)) };
+/// Sets worker thread `tid`, left behind, to the lowest priority for good.
+fn abandon_worker(tid: libc::pid_t) {
+    let mut share = WORKER_SHARE.lock().unwrap_or_else(|e| e.into_inner());
+    share.tids.retain(|t| *t != tid);
+    // SAFETY: a plain system call on a thread that is alive (see the caller).
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
+}
+
+/// Gives the solver worker threads, running or started later, `total` scheduler weight
+/// together (`None`: each its full base priority). The portfolio weighs the APC's two or
+/// three solvers as a fraction of one engine beside the searches: each worker's nice value
+/// follows from their number.
+pub fn set_worker_share(total: Option<u32>) {
+    let mut share = WORKER_SHARE.lock().unwrap_or_else(|e| e.into_inner());
+    if share.total != total {
+        share.total = total;
+        share.apply();
     }
 }
 
@@ -695,7 +759,7 @@ pub fn race_until<T: Send + 'static>(
     let claimed = Arc::new(std::sync::atomic::AtomicUsize::new(usize::MAX));
     for (index, Query { name, formula, nonlinear_as_functions, objective }) in queries.into_iter().enumerate() {
         let claimed = claimed.clone();
-        let slot = Arc::new(Mutex::new(Slot { state: WorkerState::Pending, stop: false }));
+        let slot = Arc::new(Mutex::new(Slot { state: WorkerState::Pending, stop: false, tid: 0 }));
         workers.slots.push(slot.clone());
         let (pool, extract, tx) = (pool.clone(), extract.clone(), tx.clone());
         let handle = std::thread::Builder::new().name(format!("z3-{name}")).spawn(move || {

@@ -9,6 +9,10 @@ use crate::replay::RunOutcome;
 use crate::report::WitnessReport;
 use crate::witness::Witness;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Longest wait for the APC's quick check (its time limit, and a margin).
+const QUICK_CHECK_WAIT: Duration = Duration::from_millis(50);
 
 pub struct DseEngine {
     pub program: Arc<Program>,
@@ -40,10 +44,11 @@ impl Engine for DseEngine {
                 _ => false,
             }
         };
-        cx.yield_to_quick_check();
         let Some(guide) = self.guide.take(cx) else {
             return EngineResult::new(Finding::Unknown("cancelled while the abstract path condition was being built".into()));
         };
+        // The APC's quick check comes first (at most 40 ms; see `Context::quick_check`).
+        cx.wait_for_quick_check(QUICK_CHECK_WAIT);
         let limits = DseConfig { stubbed: self.stubbed.iter().cloned().collect(), ..DseConfig::new(cx.deadline) };
         let (end, stats) = dse::search(&self.program, guide.as_ref(), &limits, cx.cancel, &replay);
         let finding = match end {

@@ -23,23 +23,19 @@ const FIRST_ROUND_MIN: Duration = Duration::from_secs(2);
 /// the proof's CPU (a quantified APC's proof took 9–11 s beside it at full priority, 3 s
 /// alone).
 const FULL_PRIORITY_FUZZING: Duration = Duration::from_millis(1500);
-/// How long the fuzzing build stays at its background priority once the race has started:
-/// the APC's quick proofs and models come within it (OneLoop's in 30 ms), and the fuzzer loses
-/// little (its build takes 0.4 s or more).
-const RAISE_BUILD_AFTER: Duration = Duration::from_millis(100);
 /// Nice value of the fuzzer's later rounds, beside other engines.
 const LATER_NICE: libc::c_int = 10;
 
 pub struct FuzzEngine {
     /// The fuzzing executable, built on its own thread since load time.
     pub build: JoinHandle<crate::error::Result<Fuzzer>>,
-    /// The build thread's id (0 until it has started): its priority is raised once the
-    /// fuzzer joins the race (see [`raise_build_priority`]).
+    /// The build thread's id (0 until it has started): lowered while the APC's quick check
+    /// runs (see [`set_build_priority`]).
     pub build_tid: std::sync::Arc<std::sync::atomic::AtomicI32>,
     pub dictionary: Vec<Vec<u8>>,
     /// Values of the constant-fill seeds: the comparison constants and their neighbours.
     pub fills: Vec<u64>,
-    /// Whether no other engine runs (then the fuzzer keeps its priority).
+    /// Whether no other engine runs (then the fuzzer and its build keep their priority).
     pub alone: bool,
 }
 
@@ -54,12 +50,13 @@ impl FuzzEngine {
         let build_tid = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
         let tid = build_tid.clone();
         let build = std::thread::spawn(move || {
-            // In the background of building the APC: at the lowest useful priority (clang, the
-            // child processes, inherit it). At nice 5 its compile slowed building the APC of
-            // wp_sevens from 0.3 s to 1.7 s. Raised when the fuzzer joins the race.
-            if !alone {
-                unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(crate::priority::tune("FUZZ_BUILD_NICE", FUZZ_BUILD_NICE as u64) as i32)) };
-            }
+            // At the base priority from the start, in the background of building the APC
+            // (lowered only while the APC's quick check runs, see `FuzzEngine::run`). At nice 15
+            // until the race had run 100 ms, the build (0.06 s alone) took 0.6 s on ai_listing3
+            // beside the APC's solvers' head start, and the portfolio 0.61 s where the fuzzer
+            // alone takes 0.15 s (0.20 s built at nice 0, interleaved runs). A clang compile
+            // at nice 5 once slowed building an APC from 0.3 s to 1.7 s (wp_sevens); the build
+            // is now code generation in this process and a link.
             tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
             Fuzzer::build(&loaded, keep_temps)
         });
@@ -67,25 +64,29 @@ impl FuzzEngine {
     }
 }
 
-/// Gives thread `tid` of this process nice value `nice`, and with it the threads it started
-/// (the build compiles program and driver at once, on a thread of its own) and the processes
-/// the build started (clang, objcopy, the linker): this process's threads and children still
-/// at the build's nice value, and the children's descendants. (Raising only the build thread
-/// left its helper thread, and every tool it started, at nice 15: on ai_listing3 an objcopy of
+/// Sets the fuzzing build's priority: its thread `tid` to nice value `to`, and when raising
+/// from `from`, also the threads it started and the processes the build started (the linker,
+/// clang on a cache miss), which are still at `from`: this process's threads and children at
+/// that nice value, and the children's descendants. `from` is [`BUILD_YIELD_NICE`] when
+/// raising, a value nothing else in this process uses. (Raising only the build thread once
+/// left its helper thread, and every tool it started, lowered: on ai_listing3 an objcopy of
 /// 10 ms took 220 ms in the race.) Best effort: a process may just have ended, and raising a
 /// priority needs root (or a `RLIMIT_NICE` that allows it).
-fn raise_build_priority(tid: i32, nice: i32) {
+fn set_build_priority(tid: i32, from: i32, to: i32) {
     if tid <= 0 {
         return;
     }
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
-    let build_nice = crate::priority::lowered(FUZZ_BUILD_NICE);
-    // Nothing else in this process runs at the build's nice value (the lowered engines use 10).
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, to) };
+    if to >= from {
+        // Lowering: the build thread only (the others run at the base priority, as the
+        // engines do, and cannot be told apart by it).
+        return;
+    }
     if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
         for t in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
             // SAFETY: plain system calls; at worst the thread has just ended.
-            if unsafe { libc::getpriority(libc::PRIO_PROCESS, t as libc::id_t) } == build_nice {
-                unsafe { libc::setpriority(libc::PRIO_PROCESS, t as libc::id_t, nice) };
+            if unsafe { libc::getpriority(libc::PRIO_PROCESS, t as libc::id_t) } == from {
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, t as libc::id_t, to) };
             }
         }
     }
@@ -103,7 +104,7 @@ fn raise_build_priority(tid: i32, nice: i32) {
         })
         .unwrap_or_default();
     let me = std::process::id() as i32;
-    let mut raised: Vec<i32> = procs.iter().filter(|(_, parent, n)| *parent == me && *n == crate::priority::lowered(FUZZ_BUILD_NICE) as i64).map(|(pid, _, _)| *pid).collect();
+    let mut raised: Vec<i32> = procs.iter().filter(|(_, parent, n)| *parent == me && *n == from as i64).map(|(pid, _, _)| *pid).collect();
     let mut k = 0;
     while k < raised.len() && raised.len() < 64 {
         let parent = raised[k];
@@ -111,13 +112,14 @@ fn raise_build_priority(tid: i32, nice: i32) {
         k += 1;
     }
     for pid in raised {
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) };
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, to) };
     }
 }
 
-/// Nice value of the fuzzing build (a clang compile with `-fsanitize=fuzzer`, about a second of
-/// CPU): it uses idle cycles only.
-const FUZZ_BUILD_NICE: libc::c_int = 15;
+/// Nice value of the fuzzing build while the APC's quick check runs (see
+/// [`super::Context::quick_check`]): a value no other thread of the portfolio uses, so that
+/// what the build started meanwhile is found again when it is raised.
+const BUILD_YIELD_NICE: libc::c_int = 11;
 
 impl Engine for FuzzEngine {
     fn kind(&self) -> EngineKind {
@@ -126,24 +128,18 @@ impl Engine for FuzzEngine {
 
     fn run(self: Box<Self>, cx: &Context) -> EngineResult {
         let tb = Instant::now();
-        // The build is the fuzzer's work from now on: at the fuzzer's own priority. Left at
-        // nice 15 beside the symbolic engines' nice-0 threads it got 2-3% of the machine
-        // (eqcnt: a build of under a second alone took 10.6 s, and the portfolio 11 s where
-        // the fuzzer alone took 1.7 s).
-        // The build thread records its id once it has lowered its own priority: until then
-        // there is nothing to raise (raising earlier would be undone by that lowering).
+        // The build runs at the fuzzer's priority, except while the APC's quick check runs
+        // (a few milliseconds, the proof of most unreachable targets that have one). Wait for
+        // it, but not past a cancel or the deadline (the race waits for every engine; the
+        // build is left to `cleanup::finish`).
         let nice = crate::priority::current();
-        let mut raised = nice == crate::priority::lowered(FUZZ_BUILD_NICE);
-        let raise_after = Duration::from_millis(crate::priority::tune("RAISE_FUZZ_BUILD_MS", RAISE_BUILD_AFTER.as_millis() as u64));
-        // The build runs at low priority: wait for it, but not past a cancel or the deadline
-        // (the race waits for every engine; the build is left to `cleanup::finish`).
+        let mut applied = nice;
         while !self.build.is_finished() {
-            if !raised && (self.alone || tb.elapsed() >= raise_after) {
-                let tid = self.build_tid.load(std::sync::atomic::Ordering::SeqCst);
-                if tid > 0 {
-                    raise_build_priority(tid, nice);
-                    raised = true;
-                }
+            let want = if !self.alone && cx.quick_check_running() { crate::priority::lowered(BUILD_YIELD_NICE) } else { nice };
+            let tid = self.build_tid.load(std::sync::atomic::Ordering::SeqCst);
+            if want != applied && tid > 0 {
+                set_build_priority(tid, applied, want);
+                applied = want;
             }
             if cx.search_cancelled() || cx.left().is_zero() {
                 let why = if cx.cancelled() || cx.left().is_zero() { "cancelled" } else { "stopped (no witness can replay)" };

@@ -263,8 +263,7 @@ pub struct Context<'a> {
     /// Set once the apc engine has ended without a definite finding (or when it does not run):
     /// the [`Late`] provers then start at once.
     apc_ended: AtomicBool,
-    /// The apc engine's quick first check ([`Context::quick_check`]): whether it is under way,
-    /// and the threads that yield to it meanwhile.
+    /// The apc engine's quick first check ([`Context::quick_check`]): under way, done.
     quick: Mutex<QuickCheck>,
 }
 
@@ -273,11 +272,7 @@ pub struct Context<'a> {
 struct QuickCheck {
     running: bool,
     done: bool,
-    yielded: Vec<libc::pid_t>,
 }
-
-/// Nice value of a thread yielding to the apc engine's quick check.
-const QUICK_CHECK_YIELD_NICE: i32 = 10;
 
 impl<'a> Context<'a> {
     pub fn new(native: &'a NativeBuild, deadline: Instant, cancel: &'a AtomicBool, seeds: &'a SeedBoard) -> Self {
@@ -299,33 +294,31 @@ impl<'a> Context<'a> {
 
     /// Runs `check`, the apc engine's first query: a few milliseconds at most (the APC without
     /// its quantifiers, see `engine::apc`), and the proof of most unreachable targets that
-    /// have one. Meanwhile the searches that call [`Context::yield_to_quick_check`] run at a
-    /// lower priority: on two cores, the DSE starting its solver beside it made a 10 ms proof
-    /// take 17 ms, a third of the whole analysis (OneLoop).
+    /// have one. Meanwhile the DSE waits ([`Context::wait_for_quick_check`]) and the fuzzing
+    /// build runs at a lower priority.
     pub fn quick_check<T>(&self, check: impl FnOnce() -> T) -> T {
         self.quick.lock().unwrap_or_else(|e| e.into_inner()).running = true;
         let out = check();
         let mut q = self.quick.lock().unwrap_or_else(|e| e.into_inner());
         (q.running, q.done) = (false, true);
-        for tid in q.yielded.drain(..) {
-            // SAFETY: a plain system call; at worst the thread has just ended.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(0)) };
-        }
         out
     }
 
-    /// Lowers the calling thread's priority while the apc engine's quick check runs or is yet
-    /// to run (restored when it ends); nothing when the apc engine is not racing or has done
-    /// it.
-    pub fn yield_to_quick_check(&self) {
-        let mut q = self.quick.lock().unwrap_or_else(|e| e.into_inner());
-        if q.done || self.apc_ended.load(Ordering::SeqCst) {
-            return;
+    /// Whether the apc engine's quick check is under way.
+    pub fn quick_check_running(&self) -> bool {
+        self.quick.lock().unwrap_or_else(|e| e.into_inner()).running
+    }
+
+    /// Waits (at most `at_most`) until the apc engine has done its quick check, when it races.
+    /// The DSE does, before it starts: at a lower priority beside the check it still took the
+    /// other core, and creating its solver context (thousands of page faults, which contend
+    /// with the check's in the kernel) made a 10 ms proof take 19 ms (TwoLoops: the portfolio
+    /// 0.027 s against 0.021 s waiting, medians of 9; DSE-won benchmarks unchanged).
+    pub fn wait_for_quick_check(&self, at_most: Duration) {
+        let until = Instant::now() + at_most;
+        while Instant::now() < until && !self.cancelled() && !self.apc_ended.load(Ordering::SeqCst) && !self.quick.lock().unwrap_or_else(|e| e.into_inner()).done {
+            std::thread::sleep(Duration::from_millis(1));
         }
-        let tid = unsafe { libc::gettid() };
-        // SAFETY: a plain system call on this thread's own priority.
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(QUICK_CHECK_YIELD_NICE)) };
-        q.yielded.push(tid);
     }
 
     /// Called by the apc engine when it has its APC and starts solving (its head start begins).
@@ -470,12 +463,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
             if r.0 == EngineKind::Apc {
                 cx.apc_ended.store(true, Ordering::SeqCst);
                 // It may have ended before its quick check (no APC): nobody waits for it.
-                let mut q = cx.quick.lock().unwrap_or_else(|e| e.into_inner());
-                q.done = true;
-                for tid in q.yielded.drain(..) {
-                    // SAFETY: a plain system call; at worst the thread has just ended.
-                    unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(0)) };
-                }
+                cx.quick.lock().unwrap_or_else(|e| e.into_inner()).done = true;
             }
             results.push(r);
             if definite && winner.is_none() {

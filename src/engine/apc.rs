@@ -216,7 +216,7 @@ impl ApcSearch {
         // The APC without its quantified parts (looping conditions) is weaker, so still a
         // necessary condition, and quantifier-free: a few milliseconds often prove what the
         // race below needs a Z3 context per query and the quantifier (OneLoop's parity) for.
-        // The other searches yield to it while it runs (see `Context::quick_check`).
+        // The DSE waits for it and the fuzzing build yields meanwhile (see `Context::quick_check`).
         let proved_quickly = cx.quick_check(|| {
             if !has_quantifiers || !apc.complete || cx.cancelled() {
                 return false;

@@ -138,18 +138,23 @@ fn machine() -> Result<inkwell::targets::TargetMachine, String> {
 mod tests {
     use super::*;
 
+    /// `source` compiled by clang to bitcode in `dir` (`-O0`, functions left optimisable as the
+    /// tool's users compile them).
+    fn bitcode_of(dir: &Path, source: &str) -> std::path::PathBuf {
+        let (c, bc) = (dir.join("p.c"), dir.join("p.bc"));
+        std::fs::write(&c, source).unwrap();
+        let st = std::process::Command::new(crate::load::input::clang_path()).args(["-O0", "-Xclang", "-disable-O0-optnone", "-c", "-emit-llvm"]).arg(&c).arg("-o").arg(&bc).status().unwrap();
+        assert!(st.success());
+        bc
+    }
+
     /// The fuzzing object: coverage instrumentation as clang's (8-bit counters, PC table,
     /// comparison and indirect-call tracing), the redirected function renamed, the data
     /// sections renamed.
     #[test]
     fn the_fuzzing_object_is_instrumented_and_renamed() {
         let dir = tempfile::tempdir().unwrap();
-        let c = dir.path().join("p.c");
-        std::fs::write(&c, "int memcmp(const void *, const void *, unsigned long);\nint g = 3, z; int (*fp)(int);\nint f(int x, const char *s) { if (x == 1234) z = 1; if (memcmp(s, \"abc\", 3) == 0) g++; return fp ? fp(x) : g; }\n").unwrap();
-        let bc = dir.path().join("p.bc");
-        let clang = crate::load::input::clang_path();
-        let st = std::process::Command::new(&clang).args(["-O0", "-Xclang", "-disable-O0-optnone", "-c", "-emit-llvm"]).arg(&c).arg("-o").arg(&bc).status().unwrap();
-        assert!(st.success());
+        let bc = bitcode_of(dir.path(), "int memcmp(const void *, const void *, unsigned long);\nint g = 3, z; int (*fp)(int);\nint f(int x, const char *s) { if (x == 1234) z = 1; if (memcmp(s, \"abc\", 3) == 0) g++; return fp ? fp(x) : g; }\n");
         let obj = dir.path().join("p.o");
         let rename = vec![("memcmp".to_string(), "apc_fuzz_memcmp".to_string())];
         compile_fuzz_object(&std::fs::read(&bc).unwrap(), &obj, &rename, &[(".data", "apc_g_data"), (".bss", "apc_g_bss")]).unwrap();
@@ -171,12 +176,8 @@ mod tests {
     #[test]
     fn the_object_links_and_runs() {
         let dir = tempfile::tempdir().unwrap();
-        let c = dir.path().join("p.c");
-        std::fs::write(&c, "int twice(int x) { return 2 * x; }\n").unwrap();
-        let bc = dir.path().join("p.bc");
+        let bc = bitcode_of(dir.path(), "int twice(int x) { return 2 * x; }\n");
         let clang = crate::load::input::clang_path();
-        let st = std::process::Command::new(&clang).args(["-O0", "-c", "-emit-llvm"]).arg(&c).arg("-o").arg(&bc).status().unwrap();
-        assert!(st.success());
         let obj = dir.path().join("p.o");
         compile_object(&std::fs::read(&bc).unwrap(), &obj).unwrap();
         let main = dir.path().join("main.c");

@@ -167,11 +167,65 @@ enum SolverKind {
 }
 
 impl SolverKind {
-    fn solver(self) -> z3::Solver {
-        match self {
-            SolverKind::Portfolio => z3::Solver::new(),
-            SolverKind::Light => light_solver(),
+    fn solver(self, logic: Option<Logic>) -> z3::Solver {
+        match (self, logic) {
+            (SolverKind::Portfolio, Some(logic)) => logic.solver(),
+            (SolverKind::Portfolio, None) => z3::Solver::new(),
+            (SolverKind::Light, _) => light_solver(),
         }
+    }
+}
+
+/// The SMT-LIB logic of a quantifier-free query, for a solver made for it.
+///
+/// Z3 4.8's default solver builds its whole default tactic (a `cond` over a dozen logics, each
+/// branch's tactic constructed eagerly) for every new solver: about 5 ms before the first check,
+/// measured against Debian's libz3, where a solver for the logic takes 0.5 ms. For a
+/// quantifier-free formula the default tactic runs `simplify` and then the tactic its probes
+/// pick, which for our formulas is the tactic of the logic named here (`qfbv` for bit-vectors,
+/// `qfaufbv` once arrays or uninterpreted functions appear); so the solver for the logic solves
+/// the same way, without the set-up. Quantified formulas (and λ-arrays, quantifiers to Z3) fall
+/// to the default's `smt` branch and keep the default solver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logic {
+    QfBv,
+    QfAufBv,
+}
+
+impl Logic {
+    /// The logic of `formula` as translated (`nonlinear_as_functions`: with its nonlinear
+    /// operations as uninterpreted functions); `None` when it has a binder.
+    pub fn of(pool: &ExprPool, formula: ExprId, nonlinear_as_functions: bool) -> Option<Logic> {
+        let mut binder = false;
+        let mut arrays = false;
+        crate::expr::visit(pool, formula, |_, node| {
+            match node {
+                Expr::Forall(..) | Expr::Exists(..) | Expr::Lambda { .. } => binder = true,
+                Expr::Load { .. } | Expr::Store { .. } | Expr::ConstArray { .. } | Expr::Select(..) => arrays = true,
+                Expr::Symbol { sort: Sort::Array { .. }, .. } | Expr::Star(Sort::Array { .. }) => arrays = true,
+                Expr::Bin(op, a, b) if nonlinear_as_functions && is_nonlinear(pool, *op, *a, *b) => arrays = true,
+                _ => {}
+            }
+            !binder
+        });
+        match (binder, arrays) {
+            (true, _) => None,
+            (false, true) => Some(Logic::QfAufBv),
+            (false, false) => Some(Logic::QfBv),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Logic::QfBv => "QF_BV",
+            Logic::QfAufBv => "QF_AUFBV",
+        }
+    }
+
+    /// A solver of the calling thread's context for this logic (the default solver if Z3 does
+    /// not know the logic).
+    pub fn solver(self) -> z3::Solver {
+        z3::Solver::new_for_logic(self.name()).unwrap_or_else(z3::Solver::new)
     }
 }
 
@@ -225,7 +279,7 @@ fn check_minimising<T>(
     if stopped() {
         return interrupted(start);
     }
-    let solver = kind.solver();
+    let solver = kind.solver(Logic::of(pool, formula, nonlinear_as_functions));
     if let Some(timeout) = timeout {
         let mut params = z3::Params::new();
         params.set_u32("timeout", timeout.as_millis().clamp(1, u32::MAX as u128) as u32);
@@ -1105,6 +1159,42 @@ mod tests {
         let bad = p.bv(8, 0x22);
         let f = p.eq(byte1, bad);
         assert!(matches!(check(&p, f, Duration::from_secs(5), |_| ()).outcome, Outcome::Unsat));
+    }
+
+    #[test]
+    fn each_query_gets_the_solver_of_its_logic() {
+        let mut p = ExprPool::new();
+        let n = p.symbol("n", Sort::Bv(32), SymbolKind::Input);
+        let m = p.symbol("m", Sort::Bv(32), SymbolKind::Input);
+        let t = p.symbol("τ1", Sort::Bv(32), SymbolKind::Tau(1));
+        // 4·n = 15 has no solution modulo 2^32 (OneLoop's parity), n·m = 15 has one.
+        let four = p.bv(32, 4);
+        let fifteen = p.bv(32, 15);
+        let four_n = p.bin(BvOp::Mul, four, n);
+        let parity = p.cmp(IntPredicate::Eq, four_n, fifteen);
+        let nm = p.bin(BvOp::Mul, n, m);
+        let product = p.cmp(IntPredicate::Eq, nm, fifteen);
+        assert_eq!(Logic::of(&p, parity, false), Some(Logic::QfBv));
+        assert_eq!(Logic::of(&p, product, false), Some(Logic::QfBv));
+        // Uninterpreted multiplication: functions, so the array-and-function logic.
+        assert_eq!(Logic::of(&p, product, true), Some(Logic::QfAufBv));
+        let below = p.cmp(IntPredicate::Ult, t, n);
+        let quantified = p.forall(vec![t], below);
+        assert_eq!(Logic::of(&p, quantified, false), None);
+        let stream = p.symbol("nondet", Sort::Array { index: 64, elem: 32 }, SymbolKind::Input);
+        let zero = p.bv(64, 0);
+        let first = p.select(stream, zero);
+        let read = p.cmp(IntPredicate::Eq, first, fifteen);
+        assert_eq!(Logic::of(&p, read, false), Some(Logic::QfAufBv));
+        // The answers are the default solver's.
+        let unsat = check_portfolio(&p, parity, Duration::from_secs(5), |_| ());
+        assert!(matches!(unsat.outcome, Outcome::Unsat), "{:?}", unsat.outcome);
+        let model = check_portfolio(&p, product, Duration::from_secs(5), |view| (view.eval(n), view.eval(m)));
+        let Outcome::Sat((Some(a), Some(b))) = model.outcome else { panic!("expected a model, got {:?}", model.outcome) };
+        assert_eq!(a.wrapping_mul(b) & 0xffff_ffff, 15);
+        let both = p.and([read, product]);
+        let v = check_portfolio(&p, both, Duration::from_secs(5), |view| view.eval(m));
+        assert!(matches!(v.outcome, Outcome::Sat(Some(_))), "{:?}", v.outcome);
     }
 
     #[test]

@@ -259,7 +259,8 @@ impl PathSolver {
     /// Installs the APC's scalar skeleton for [`PathSolver::check_skeleton`] (before any path
     /// condition exists).
     pub fn set_skeleton(&mut self, skeleton: &Bool, reads: Option<BTreeSet<u64>>) {
-        let s = Solver::new();
+        // Quantifier-free by construction: the solver of its logic, as the path conditions'.
+        let s = crate::solve::Logic::QfAufBv.solver();
         s.assert(skeleton);
         self.skeleton = Some(s);
         self.skeleton_reads = reads;

@@ -137,13 +137,10 @@ impl PathSolver {
     /// A solver whose queries a watchdog can see through `clock`.
     pub fn with_clock(deadline: Instant, clock: std::sync::Arc<QueryClock>) -> Self {
         PathSolver {
-            // Path conditions are quantifier-free. Every query has assumptions, so the default
-            // solver would only ever use its incremental `smt` solver, configured from the first
-            // query's features, after building its whole default tactic (5 ms) for nothing; the
-            // solver for the logic skips that, and its `smt` solver is set up for bit-vectors
-            // and arrays from the start (DSE alone: hw 0.20 s to 0.13, wp_sevens 0.40 to 0.30,
-            // doifex 0.45 to 0.36, interleaved runs).
-            solver: crate::solve::Logic::QfAufBv.solver(),
+            // Every query has assumptions, so the default solver would only ever use its
+            // incremental `smt` solver, after building its whole default tactic (5 ms) for
+            // nothing (see `solve::Logic::Incremental`).
+            solver: crate::solve::Logic::Incremental.solver(),
             clock,
             apc: None,
             apc_reads: None,
@@ -259,8 +256,8 @@ impl PathSolver {
     /// Installs the APC's scalar skeleton for [`PathSolver::check_skeleton`] (before any path
     /// condition exists).
     pub fn set_skeleton(&mut self, skeleton: &Bool, reads: Option<BTreeSet<u64>>) {
-        // Quantifier-free by construction: the solver of its logic, as the path conditions'.
-        let s = crate::solve::Logic::QfAufBv.solver();
+        // Checked only with assumptions, as the path conditions' solver.
+        let s = crate::solve::Logic::Incremental.solver();
         s.assert(skeleton);
         self.skeleton = Some(s);
         self.skeleton_reads = reads;

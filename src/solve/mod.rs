@@ -190,6 +190,13 @@ impl SolverKind {
 pub enum Logic {
     QfBv,
     QfAufBv,
+    /// Any formula, for a solver used only incrementally (every check with assumptions): Z3's
+    /// `smt` solver configured, as the default solver's incremental half is, from the first
+    /// check's formulas (a logic name its set-up does not single out; its tactic, never used
+    /// incrementally, is cheap to build). `QF_AUFBV` there sets the array theory to its
+    /// simple mode, which answered unknown ("incomplete (theory array)") on the DSE's
+    /// `realloc` copies.
+    Incremental,
 }
 
 impl Logic {
@@ -219,6 +226,7 @@ impl Logic {
         match self {
             Logic::QfBv => "QF_BV",
             Logic::QfAufBv => "QF_AUFBV",
+            Logic::Incremental => "BV",
         }
     }
 

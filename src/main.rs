@@ -338,7 +338,8 @@ fn run_batch(cli: &Cli, set: &apc_llvm::load::TargetSet, expect: Option<&[String
             b.finish_and_clear();
         }
     };
-    let (result, abandoned) = analysis::run_batch(&config, set, &mut progress);
+    // An abandoned analysis thread needs no special ending: `end` never runs static destructors.
+    let (result, _abandoned) = analysis::run_batch(&config, set, &mut progress);
     let code = match result {
         Ok(batch) => {
             if cli.json {
@@ -362,7 +363,7 @@ fn run_batch(cli: &Cli, set: &apc_llvm::load::TargetSet, expect: Option<&[String
             e.exit_status()
         }
     };
-    end(code, abandoned)
+    end(code)
 }
 
 /// The verdicts of `--expect` / `--fail-on`.
@@ -449,13 +450,7 @@ fn main() -> ExitCode {
             return ExitCode::from(e.exit_status() as u8);
         }
     }
-    let (result, abandoned) = match config_from(&cli) {
-        Ok(c) => {
-            let b = analysis::run_bounded(&c);
-            (b.result, b.abandoned)
-        }
-        Err(e) => (Err(e), false),
-    };
+    let result = config_from(&cli).and_then(|c| analysis::run_bounded(&c).result);
     let code = match result {
         Ok(report) => {
             if cli.json {
@@ -481,19 +476,21 @@ fn main() -> ExitCode {
             e.exit_status()
         }
     };
-    end(code, abandoned)
+    end(code)
 }
 
 /// Ends the process with `code`: background builds the verdict did not wait for are stopped
-/// and their files removed; when a solver thread (or the whole analysis thread) is still inside
-/// Z3, without libz3's static destructors.
-fn end(code: i32, abandoned: bool) -> ExitCode {
+/// and their files removed, and the process ends without C++ static destructors. A verdict
+/// often comes while the replay or fuzzing build still generates code in this process (LLVM,
+/// since the builds moved in-process), or a solver thread is still inside Z3; `exit` would
+/// destroy LLVM's and libz3's global state under them: one run in fifteen of a quick proof
+/// beside two others crashed (a segmentation fault in `TargetPassConfig::addPass`, or a pure
+/// virtual call) after printing its verdict, and the test harness saw a signal. Nothing the
+/// tool needs runs in a static destructor (temporary files are `cleanup`'s).
+fn end(code: i32) -> ExitCode {
     apc_llvm::cleanup::finish();
-    if abandoned || apc_llvm::solve::workers_left_running() {
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
-        let _ = std::io::stderr().flush();
-        apc_llvm::solve::exit_now(code);
-    }
-    ExitCode::from(code as u8)
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    apc_llvm::solve::exit_now(code)
 }

@@ -287,7 +287,11 @@ fn check_minimising<T>(
     if stopped() {
         return interrupted(start);
     }
-    let solver = kind.solver(Logic::of(pool, formula, nonlinear_as_functions));
+    // A model to minimise makes the solver incremental (push, bound, check), and the
+    // incremental half of a `QF_AUFBV` solver runs the array theory in its simple mode, which
+    // can answer unknown where the default's does not (see `Logic::Incremental`).
+    let logic = Logic::of(pool, formula, nonlinear_as_functions).filter(|l| objective.is_none() || *l == Logic::QfBv);
+    let solver = kind.solver(logic);
     if let Some(timeout) = timeout {
         let mut params = z3::Params::new();
         params.set_u32("timeout", timeout.as_millis().clamp(1, u32::MAX as u128) as u32);

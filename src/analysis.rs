@@ -49,7 +49,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let t_load = t0.elapsed().as_secs_f64();
     // The native builds (replay, and fuzzing when asked for) run while the APC is built and
     // solved.
-    let native = Replayer::build_in_background(&loaded, config.keep_temps);
+    let native = Arc::new(Replayer::build_in_background(&loaded, config.keep_temps));
     let mut fuzz = config.engines.contains(&EngineKind::Fuzz).then(|| FuzzEngine::start(&loaded, config.keep_temps, config.engines.len() == 1));
     // The native evaluator of `--pure` functions, for the apc engine's mixed solving.
     let mut pure = (!loaded.program.pure_functions.is_empty() && config.engines.contains(&EngineKind::Apc)).then(|| {
@@ -145,13 +145,13 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         .map(|inner| Box::new(crate::engine::Late { inner, start_at: late_from }) as Box<dyn Engine>)
         .collect();
     engines.extend(late);
-    let cancel = AtomicBool::new(false);
-    let seeds = SeedBoard::default();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let seeds = Arc::new(SeedBoard::default());
     // The engines aim a little before the deadline: stopping a fuzzer, killing a replay and
     // joining Z3 threads take a moment, and the backstop answers for them at the deadline +
     // `backstop::GRACE`.
     let engines_deadline = (t0 + config.timeout).checked_sub(ENGINE_MARGIN).unwrap_or(t0 + config.timeout).max(Instant::now());
-    let cx = Context::new(&native, engines_deadline, &cancel, &seeds);
+    let cx = Arc::new(Context::new(native.clone(), engines_deadline, cancel, seeds));
     progress.enter("racing the engines for a witness or a proof");
     let result = engine::race(engines, &cx);
     // A build the race no longer needs stops at its next step; what it finished goes into the

@@ -291,7 +291,7 @@ impl ApcSearch {
             // Leave the solvers a little less than what is left now, for model extraction and
             // the report.
             let solver_budget = cx.left().saturating_sub(Duration::from_millis(150)).max(Duration::from_millis(50));
-            let results = solve::race_until(pool.clone(), queries, solver_budget, extract.clone(), cx.cancel);
+            let results = solve::race_until(pool.clone(), queries, solver_budget, extract.clone(), &cx.cancel);
             for r in &results {
                 timing(out, &r.name, r.answer.seconds);
             }
@@ -366,7 +366,7 @@ impl ApcSearch {
                     let first = match bounded {
                         Some(q) if first.1.values().any(|&c| c > SMALL_COUNT) => {
                             let limit = (cx.left() / 4).min(SMALL_COUNT_QUERY);
-                            let results = solve::race_until(pool.clone(), vec![minimising(solve::Query::exact("solve_apc_k_bounded", q))], limit, extract.clone(), cx.cancel);
+                            let results = solve::race_until(pool.clone(), vec![minimising(solve::Query::exact("solve_apc_k_bounded", q))], limit, extract.clone(), &cx.cancel);
                             let mut first = Some(first);
                             for r in results {
                                 timing(out, &r.name, r.answer.seconds);
@@ -412,7 +412,7 @@ impl ApcSearch {
                         if let (false, Some(b)) = (refined, bounded) {
                             refined = true;
                             let left = (cx.left() / 2).min(Duration::from_secs(10));
-                            let results = solve::race_until(pool.clone(), vec![minimising(solve::Query::exact("solve_apc_k_bounded", b))], left, extract.clone(), cx.cancel);
+                            let results = solve::race_until(pool.clone(), vec![minimising(solve::Query::exact("solve_apc_k_bounded", b))], left, extract.clone(), &cx.cancel);
                             for r in results {
                                 timing(out, &r.name, r.answer.seconds);
                                 if let Outcome::Sat(data) = r.answer.outcome {

@@ -134,7 +134,7 @@ impl Engine for KInductionEngine {
         };
         let t0 = Instant::now();
         let budget = cx.left().saturating_sub(Duration::from_millis(100));
-        let answer = crate::solve::in_worker("z3-kinduction", budget, cx.cancel, move |stopped| match Unrolling::new(&t) {
+        let answer = crate::solve::in_worker("z3-kinduction", budget, &cx.cancel, move |stopped| match Unrolling::new(&t) {
             Some(u) => search(&u, stopped),
             None => KInductionAnswer::Unknown("a step of the function is too large to unroll".into()),
         });
@@ -170,7 +170,7 @@ const COUNTEREXAMPLE_STEPS: usize = 256;
 fn counterexample(f: &crate::ir::Function, cx: &Context) -> Option<(usize, crate::chc::kinduction::PathInputs)> {
     let t = crate::chc::transitions(f, Theory::BitVectors)?;
     let budget = cx.left().saturating_sub(Duration::from_millis(300));
-    crate::solve::in_worker("z3-bmc", budget, cx.cancel, move |stopped| {
+    crate::solve::in_worker("z3-bmc", budget, &cx.cancel, move |stopped| {
         let u = crate::chc::kinduction::Unrolling::new(&t)?;
         crate::chc::kinduction::shortest_path(&u, COUNTEREXAMPLE_STEPS, stopped).ok().flatten()
     })

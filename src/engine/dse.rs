@@ -50,7 +50,7 @@ impl Engine for DseEngine {
         // The APC's quick check comes first (at most 40 ms; see `Context::quick_check`).
         cx.wait_for_quick_check(QUICK_CHECK_WAIT);
         let limits = DseConfig { stubbed: self.stubbed.iter().cloned().collect(), ..DseConfig::new(cx.deadline) };
-        let (end, stats) = dse::search(&self.program, guide.as_ref(), &limits, cx.cancel, &replay);
+        let (end, stats) = dse::search(&self.program, guide.as_ref(), &limits, &cx.cancel, &replay);
         let finding = match end {
             DseEnd::Reached(_) => match reached.into_inner().unwrap_or_else(|e| e.into_inner()) {
                 Some((witness, run)) => {

@@ -145,7 +145,8 @@ impl Engine for FuzzEngine {
                 let why = if cx.cancelled() || cx.left().is_zero() { "cancelled" } else { "stopped (no witness can replay)" };
                 return EngineResult::new(Finding::Unknown(format!("{why} while the fuzzing executable was being built")));
             }
-            std::thread::sleep(std::time::Duration::from_millis(5));
+            // Short: the build's priority follows the quick check, and a cancel is noticed here.
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let fuzzer = match self.build.join() {
             Ok(Ok(f)) => f,

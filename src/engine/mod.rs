@@ -20,7 +20,7 @@ use crate::witness::Witness;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The engines, by the name `--engine` takes.
@@ -162,12 +162,23 @@ impl Engine for Late {
         self.inner.kind()
     }
 
+    fn joins_late(&self) -> bool {
+        true
+    }
+
     fn run(self: Box<Self>, cx: &Context) -> EngineResult {
         loop {
             if cx.cancelled() {
                 return EngineResult { never_started: true, ..EngineResult::new(Finding::Unknown("not started".into())) };
             }
             if Instant::now() >= self.start_at || cx.apc_ended.load(Ordering::SeqCst) {
+                // Under the lock the race reads when it ends, so that a late engine is either
+                // reported or known not to have started.
+                let mut started = cx.late_started.lock().unwrap_or_else(|e| e.into_inner());
+                if cx.cancelled() {
+                    return EngineResult { never_started: true, ..EngineResult::new(Finding::Unknown("not started".into())) };
+                }
+                started.push(self.inner.kind());
                 break;
             }
             // Short: the race waits for this thread after a verdict.
@@ -183,6 +194,11 @@ impl Engine for Late {
 /// after `cx.cancel` is set.
 pub trait Engine: Send {
     fn kind(&self) -> EngineKind;
+    /// Whether the engine joins the race late ([`Late`]): not reported if the race ends
+    /// before it started.
+    fn joins_late(&self) -> bool {
+        false
+    }
     fn run(self: Box<Self>, cx: &Context) -> EngineResult;
 }
 
@@ -239,12 +255,13 @@ impl SeedBoard {
     }
 }
 
-/// What every engine shares.
-pub struct Context<'a> {
-    pub native: &'a NativeBuild,
+/// What every engine shares. Owned (shared by `Arc`s), so that the race can end without
+/// waiting for engines that are still stopping (see [`race`]).
+pub struct Context {
+    pub native: Arc<NativeBuild>,
     pub deadline: Instant,
-    pub cancel: &'a AtomicBool,
-    pub seeds: &'a SeedBoard,
+    pub cancel: Arc<AtomicBool>,
+    pub seeds: Arc<SeedBoard>,
     /// Set with `cancel`, and also when an engine found that no witness can exist
     /// ([`Finding::NoWitness`]): the witness searches (fuzzing) stop, proofs go on.
     search_off: AtomicBool,
@@ -265,6 +282,9 @@ pub struct Context<'a> {
     apc_ended: AtomicBool,
     /// The apc engine's quick first check ([`Context::quick_check`]): under way, done.
     quick: Mutex<QuickCheck>,
+    /// The [`Late`] engines that started (the others are not reported when the race ends
+    /// before they return).
+    late_started: Mutex<Vec<EngineKind>>,
 }
 
 /// See [`Context::quick_check`].
@@ -274,8 +294,8 @@ struct QuickCheck {
     done: bool,
 }
 
-impl<'a> Context<'a> {
-    pub fn new(native: &'a NativeBuild, deadline: Instant, cancel: &'a AtomicBool, seeds: &'a SeedBoard) -> Self {
+impl Context {
+    pub fn new(native: Arc<NativeBuild>, deadline: Instant, cancel: Arc<AtomicBool>, seeds: Arc<SeedBoard>) -> Self {
         Context {
             native,
             deadline,
@@ -289,19 +309,25 @@ impl<'a> Context<'a> {
             apc_solving_since: Mutex::new(None),
             apc_ended: AtomicBool::new(false),
             quick: Mutex::default(),
+            late_started: Mutex::default(),
         }
     }
 
     /// Runs `check`, the apc engine's first query: a few milliseconds at most (the APC without
     /// its quantifiers, see `engine::apc`), and the proof of most unreachable targets that
     /// have one. Meanwhile the DSE waits ([`Context::wait_for_quick_check`]) and the fuzzing
-    /// build runs at a lower priority.
-    pub fn quick_check<T>(&self, check: impl FnOnce() -> T) -> T {
+    /// build runs at a lower priority. `check` says whether it proved the target unreachable:
+    /// then every engine is cancelled before the check counts as done, so that the DSE does
+    /// not start (its solver context alone is 6 ms that the race would wait for).
+    pub fn quick_check(&self, check: impl FnOnce() -> bool) -> bool {
         self.quick.lock().unwrap_or_else(|e| e.into_inner()).running = true;
-        let out = check();
+        let proved = check();
+        if proved {
+            self.cancel_all();
+        }
         let mut q = self.quick.lock().unwrap_or_else(|e| e.into_inner());
         (q.running, q.done) = (false, true);
-        out
+        proved
     }
 
     /// Whether the apc engine's quick check is under way.
@@ -399,9 +425,17 @@ pub struct PortfolioResult {
     pub invariants: Vec<Invariant>,
 }
 
-/// Races `engines` until one has a definite finding (the others are cancelled and joined), or all
-/// have ended.
-pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
+/// How long the end of a race waits for the engines still at work once the race is decided
+/// (or every engine was cancelled). What returns meanwhile is reported as it ended; the rest
+/// are reported cancelled and left to stop on their own: they hold only shared state, and
+/// the process ends without waiting for them. Stopping took 4-15 ms (a Z3 context being
+/// made, a libFuzzer process being killed, a build reaching its next step), a quarter of a
+/// 20 ms proof's run, while the verdict was known.
+const STOP_GRACE: Duration = Duration::from_millis(2);
+
+/// Races `engines` until one has a definite finding (the others are cancelled, and waited
+/// for [`STOP_GRACE`] at most), or all have ended.
+pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult {
     let (tx, rx) = std::sync::mpsc::channel::<(EngineKind, f64, EngineResult)>();
     let mut results: Vec<(EngineKind, f64, EngineResult)> = vec![];
     let mut winner: Option<usize> = None;
@@ -409,77 +443,100 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Context) -> PortfolioResult {
     if !kinds.contains(&EngineKind::Apc) {
         cx.apc_ended.store(true, Ordering::SeqCst);
     }
-    std::thread::scope(|scope| {
-        let total = engines.len();
-        for engine in engines {
-            let tx = tx.clone();
-            let kind = engine.kind();
-            let spawned = std::thread::Builder::new().name(format!("engine-{}", kind.name())).spawn_scoped(scope, move || {
-                let start = Instant::now();
-                if kind == EngineKind::Apc {
-                    cx.apc_tid.store(unsafe { libc::gettid() }, Ordering::SeqCst);
-                }
-                let result = if cx.cancelled() { EngineResult::new(Finding::Unknown("cancelled before it started".into())) } else { engine.run(cx) };
-                let _ = tx.send((kind, start.elapsed().as_secs_f64(), result));
-            });
-            if let Err(e) = spawned {
-                results.push((kind, 0.0, EngineResult::new(Finding::Unknown(format!("cannot start the engine: {e}")))));
+    let total = engines.len();
+    // The engines running, with when they started and whether they join late.
+    let mut started: Vec<(EngineKind, Instant, bool)> = vec![];
+    for engine in engines {
+        let tx = tx.clone();
+        let kind = engine.kind();
+        let late = engine.joins_late();
+        let cx = cx.clone();
+        let spawned = std::thread::Builder::new().name(format!("engine-{}", kind.name())).spawn(move || {
+            let start = Instant::now();
+            if kind == EngineKind::Apc {
+                cx.apc_tid.store(unsafe { libc::gettid() }, Ordering::SeqCst);
             }
+            let result = if cx.cancelled() { EngineResult::new(Finding::Unknown("cancelled before it started".into())) } else { engine.run(&cx) };
+            let _ = tx.send((kind, start.elapsed().as_secs_f64(), result));
+        });
+        match spawned {
+            Ok(_) => started.push((kind, Instant::now(), late)),
+            Err(e) => results.push((kind, 0.0, EngineResult::new(Finding::Unknown(format!("cannot start the engine: {e}"))))),
         }
-        drop(tx);
-        let mut applied: Option<(Option<u32>, i32)> = None;
-        // The scheduling constants (overridable for measurements, see `priority::tune`).
-        let head_start = Duration::from_millis(crate::priority::tune("HEAD_START_MS", APC_HEAD_START.as_millis() as u64));
-        let weight = |default: f64, name: &str| (crate::solve::NICE_0_WEIGHT as f64 * crate::priority::tune(name, (default * 100.0) as u64) as f64 / 100.0) as u32;
-        let (share, share_after_a_miss) = (weight(APC_SHARE, "APC_SHARE_PERCENT"), weight(APC_SHARE_AFTER_A_MISS, "APC_SHARE_AFTER_A_MISS_PERCENT"));
-        while results.len() < total {
-            // The APC's priority (its solver workers' share, its own thread's nice), from what
-            // runs now.
-            let running = |k: EngineKind| kinds.contains(&k) && !results.iter().any(|(r, _, _)| *r == k);
-            let searches_beside = running(EngineKind::Dse) || running(EngineKind::Fuzz);
-            let solving_for = cx.apc_solving_since.lock().unwrap_or_else(|e| e.into_inner()).map(|t| t.elapsed());
-            let wanted = if !searches_beside || solving_for.is_none_or(|t| t < head_start) {
-                (None, 0)
-            } else if cx.apc_unproductive.load(Ordering::Relaxed) {
-                (Some(share_after_a_miss), APC_THREAD_YIELD_NICE)
-            } else {
-                (Some(share), 0)
-            };
-            if running(EngineKind::Apc) && applied != Some(wanted) {
-                crate::solve::set_worker_share(wanted.0);
-                let tid = cx.apc_tid.load(Ordering::Relaxed);
-                if tid > 0 {
-                    // SAFETY: a plain system call; at worst the thread has just ended.
-                    unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(wanted.1)) };
-                }
-                applied = Some(wanted);
+    }
+    drop(tx);
+    let mut applied: Option<(Option<u32>, i32)> = None;
+    // The scheduling constants (overridable for measurements, see `priority::tune`).
+    let head_start = Duration::from_millis(crate::priority::tune("HEAD_START_MS", APC_HEAD_START.as_millis() as u64));
+    let weight = |default: f64, name: &str| (crate::solve::NICE_0_WEIGHT as f64 * crate::priority::tune(name, (default * 100.0) as u64) as f64 / 100.0) as u32;
+    let (share, share_after_a_miss) = (weight(APC_SHARE, "APC_SHARE_PERCENT"), weight(APC_SHARE_AFTER_A_MISS, "APC_SHARE_AFTER_A_MISS_PERCENT"));
+    // Set once everything is cancelled: the race ends then, whoever has not returned.
+    let mut stop_by: Option<Instant> = None;
+    while results.len() < total {
+        let wait = match stop_by {
+            Some(t) if Instant::now() >= t => break,
+            Some(t) => t.saturating_duration_since(Instant::now()),
+            None => Duration::from_millis(10),
+        };
+        // The APC's priority (its solver workers' share, its own thread's nice), from what
+        // runs now.
+        let running = |k: EngineKind| kinds.contains(&k) && !results.iter().any(|(r, _, _)| *r == k);
+        let searches_beside = running(EngineKind::Dse) || running(EngineKind::Fuzz);
+        let solving_for = cx.apc_solving_since.lock().unwrap_or_else(|e| e.into_inner()).map(|t| t.elapsed());
+        let wanted = if !searches_beside || solving_for.is_none_or(|t| t < head_start) {
+            (None, 0)
+        } else if cx.apc_unproductive.load(Ordering::Relaxed) {
+            (Some(share_after_a_miss), APC_THREAD_YIELD_NICE)
+        } else {
+            (Some(share), 0)
+        };
+        if running(EngineKind::Apc) && applied != Some(wanted) && stop_by.is_none() {
+            crate::solve::set_worker_share(wanted.0);
+            let tid = cx.apc_tid.load(Ordering::Relaxed);
+            if tid > 0 {
+                // SAFETY: a plain system call; at worst the thread has just ended.
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(wanted.1)) };
             }
-            let r = match rx.recv_timeout(Duration::from_millis(10)) {
-                Ok(r) => r,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(_) => break,
-            };
-            let definite = r.2.finding.is_definite();
-            if r.0 == EngineKind::Apc {
-                cx.apc_ended.store(true, Ordering::SeqCst);
-                // It may have ended before its quick check (no APC): nobody waits for it.
-                cx.quick.lock().unwrap_or_else(|e| e.into_inner()).done = true;
-            }
-            results.push(r);
-            if definite && winner.is_none() {
-                winner = Some(results.len() - 1);
+            applied = Some(wanted);
+        }
+        let r = match rx.recv_timeout(wait) {
+            Ok(r) => r,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(_) => break,
+        };
+        let definite = r.2.finding.is_definite();
+        if definite && winner.is_none() {
+            // Before `apc_ended` below: a late prover must not start on the apc engine's end.
+            cx.cancel_all();
+        }
+        if r.0 == EngineKind::Apc {
+            cx.apc_ended.store(true, Ordering::SeqCst);
+            // It may have ended before its quick check (no APC): nobody waits for it.
+            cx.quick.lock().unwrap_or_else(|e| e.into_inner()).done = true;
+        }
+        results.push(r);
+        if definite && winner.is_none() {
+            winner = Some(results.len() - 1);
+        } else if results.iter().any(|(_, _, r)| matches!(r.finding, Finding::NoWitness(_))) {
+            // Only a proof can still change the answer: the searches stop, and everything
+            // stops once the apc engine is not (or no longer) at work.
+            cx.search_off.store(true, Ordering::SeqCst);
+            let proving = |k: EngineKind| kinds.contains(&k) && !results.iter().any(|(r, _, _)| *r == k);
+            if !proving(EngineKind::Apc) && !proving(EngineKind::Chc) && !proving(EngineKind::KInduction) {
                 cx.cancel_all();
-            } else if results.iter().any(|(_, _, r)| matches!(r.finding, Finding::NoWitness(_))) {
-                // Only a proof can still change the answer: the searches stop, and everything
-                // stops once the apc engine is not (or no longer) at work.
-                cx.search_off.store(true, Ordering::SeqCst);
-                let proving = |k: EngineKind| kinds.contains(&k) && !results.iter().any(|(r, _, _)| *r == k);
-                if !proving(EngineKind::Apc) && !proving(EngineKind::Chc) && !proving(EngineKind::KInduction) {
-                    cx.cancel_all();
-                }
             }
         }
-    });
+        if cx.cancelled() && stop_by.is_none() {
+            stop_by = Some(Instant::now() + STOP_GRACE);
+        }
+    }
+    // The engines still stopping: cancelled (a late one only if it had started).
+    let late_started = cx.late_started.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for (kind, at, late) in started {
+        if !results.iter().any(|(k, _, _)| *k == kind) && (!late || late_started.contains(&kind)) {
+            results.push((kind, at.elapsed().as_secs_f64(), EngineResult::new(Finding::Unknown("cancelled; still stopping when the race ended".into()))));
+        }
+    }
     crate::solve::set_worker_share(None);
     let mut engines = BTreeMap::new();
     let mut timings = BTreeMap::new();
@@ -555,10 +612,8 @@ mod tests {
     }
 
     fn race_of(engines: Vec<Box<dyn Engine>>, budget: Duration) -> (PortfolioResult, Duration) {
-        let native = NativeBuild::unavailable("no program in this test");
-        let cancel = AtomicBool::new(false);
-        let seeds = SeedBoard::default();
-        let cx = Context::new(&native, Instant::now() + budget, &cancel, &seeds);
+        let native = Arc::new(NativeBuild::unavailable("no program in this test"));
+        let cx = Arc::new(Context::new(native, Instant::now() + budget, Arc::default(), Arc::default()));
         let start = Instant::now();
         let r = race(engines, &cx);
         (r, start.elapsed())

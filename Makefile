@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 export LLVM_SYS_191_PREFIX ?= /usr/lib/llvm-19
 export PATH := $(HOME)/.cargo/bin:$(PATH)
-APT_PACKAGES := clang-19 lld-19 llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libz3-dev libclang-rt-19-dev csmith libcsmith-dev
+APT_PACKAGES := clang-19 lld-19 liblld-19-dev llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libz3-dev libclang-rt-19-dev csmith libcsmith-dev
 BIN := target/release/apc-llvm
 
 .PHONY: all deps build test run bench soundness asan clean

@@ -654,6 +654,12 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
     let mut status = 0;
     let mut stopped = None;
     let mut interrupted_at: Option<Instant> = None;
+    // The run's end wakes this thread at once (a pidfd, polled); sleeping a millisecond
+    // between looks added 0.5-1 ms to every run of 2-3 ms. The trace channel is drained every
+    // millisecond meanwhile, not on every write (a wake per `nondet` line would ping-pong the
+    // two processes). Without pidfds (Linux before 5.3) it sleeps a millisecond instead.
+    // SAFETY: a plain system call; the descriptor is closed below.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
     let exited = loop {
         drain(&mut trace);
         let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
@@ -688,8 +694,18 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
                 }
             }
         }
-        std::thread::sleep(Duration::from_millis(1));
+        if pidfd >= 0 {
+            let mut fd = libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd entry.
+            unsafe { libc::poll(&mut fd, 1, 1) };
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     };
+    if pidfd >= 0 {
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(pidfd) };
+    }
     if !exited {
         // The init goes, and with it the whole namespace.
         unsafe {

@@ -337,3 +337,34 @@ fn the_run_cannot_kill_its_init_or_forge_its_status() {
     assert_eq!(r["verdict"], "reachable", "{r:#}");
     assert_eq!(r["witness"]["run"], "exit 0", "{r:#}");
 }
+
+/// Runs repeat: the same program sees the same stack, heap and code addresses in every run
+/// (address randomisation is off), so a fuzzing session with a fixed seed and a replay of a
+/// program that reads past its inputs give the same answer each time.
+#[test]
+fn every_run_sees_the_same_addresses() {
+    use apc_llvm::replay::sandbox::{execute, Job, Limits};
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("addr.c");
+    std::fs::write(
+        &c,
+        "#include <stdio.h>\n#include <stdlib.h>\n\
+         int main(void) { int local; char *heap = malloc(100); \
+         dprintf(3, \"%p %p %p\\n\", (void *)&local, (void *)heap, (void *)main); return 0; }\n",
+    )
+    .unwrap();
+    let jail = dir.path().join("jail");
+    std::fs::create_dir_all(jail.join("work")).unwrap();
+    let cc = std::process::Command::new("clang-19").args(["-static", "-O1", "-o"]).arg(jail.join("prog")).arg(&c).output().unwrap();
+    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    let run = || {
+        let exit = execute(&Job::new(&jail, "prog", Limits::default())).unwrap();
+        assert_eq!(exit.status, "exit 0");
+        String::from_utf8(exit.trace).unwrap()
+    };
+    let first = run();
+    assert_eq!(first.split_whitespace().count(), 3, "{first}");
+    for _ in 0..3 {
+        assert_eq!(run(), first);
+    }
+}

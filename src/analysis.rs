@@ -372,8 +372,10 @@ fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBu
     const CANDIDATE_WALL: std::time::Duration = std::time::Duration::from_secs(1);
     let rp = native.get().ok()?;
     let t = Instant::now();
-    let mut last_reaching: Option<RunOutcome> = None;
-    let mut judge = |w: &Witness| {
+    // Every run that reached, with its witness: two candidates run at once, and the one kept
+    // is not always the last to have reached.
+    let reaching: std::sync::Mutex<Vec<(Witness, RunOutcome)>> = Default::default();
+    let judge = |w: &Witness| {
         let left = deadline.saturating_duration_since(Instant::now());
         if left < std::time::Duration::from_millis(20) {
             return Judgement::Stop;
@@ -382,7 +384,7 @@ fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBu
         let limits = crate::replay::Limits { wall, cpu_seconds: wall.as_secs() + 1, ..Default::default() };
         match rp.run_with(w, limits) {
             Ok(run) if run.reached.is_some() => {
-                last_reaching = Some(run);
+                reaching.lock().unwrap_or_else(|e| e.into_inner()).push((w.clone(), run));
                 Judgement::Reaches
             }
             Ok(_) => Judgement::Misses,
@@ -390,9 +392,13 @@ fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBu
         }
     };
     let shapes = crate::witness::buffer_shapes(program);
-    let reduced = reduce::reduce(witness, &shapes, Budget { deadline, max_runs: MAX_RUNS }, &mut judge);
+    // Two candidates at once: the race is over, and both cores are the reduction's.
+    let reduced = reduce::reduce(witness, &shapes, Budget { deadline, max_runs: MAX_RUNS, at_once: 2 }, &judge);
     info!(runs = reduced.runs, kept = reduced.kept, "witness reduced");
-    let run = last_reaching.filter(|_| reduced.kept > 0)?;
+    if reduced.kept == 0 {
+        return None;
+    }
+    let run = reaching.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().rev().find(|(w, _)| *w == reduced.witness)?.1;
     let reduction = crate::report::Reduction {
         size_before: reduce::size(witness),
         size_after: reduce::size(&reduced.witness),

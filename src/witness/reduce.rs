@@ -18,6 +18,13 @@
 //! 2. integers: 0, else the smallest magnitude found by bisection towards 0;
 //! 3. the nondet stream: the shortest prefix, then each value like an integer.
 //!
+//! With [`Budget::at_once`] of 2, two candidates run at once where the search has two to try:
+//! the next two steps of a gallop, two chunks, and two probes instead of one when bisecting
+//! (a three-way split). Of two candidates the first in order that reaches is kept, as one at a
+//! time would have: a gallop and the chunks keep what they kept before, a bisection keeps the
+//! least length or value that reaches (the same one wherever reaching is monotone). The
+//! reduction runs after the race, when both cores are free.
+//!
 //! Buffers keep the representation every engine uses: the data, then [`BUFFER_SLACK`] zeros.
 //! Bytes in front of the address passed (`front`), buffers the user sized (`--arg-size`) and
 //! buffers holding pointer slots are cut only where that cannot move what they hold.
@@ -42,6 +49,8 @@ pub struct Budget {
     pub deadline: Instant,
     /// Most candidates run.
     pub max_runs: u32,
+    /// Candidates judged at once (1 or 2; each on a thread of its own).
+    pub at_once: usize,
 }
 
 /// A buffer parameter's constraints on cutting it.
@@ -65,7 +74,7 @@ pub struct Reduced {
 
 /// Reduces `w` (which reached the target) with `judge` deciding each candidate, within
 /// `budget`. `shapes[k]` describes parameter `k` when it is a buffer.
-pub fn reduce(w: &Witness, shapes: &[BufferShape], budget: Budget, judge: &mut dyn FnMut(&Witness) -> Judgement) -> Reduced {
+pub fn reduce(w: &Witness, shapes: &[BufferShape], budget: Budget, judge: &(dyn Fn(&Witness) -> Judgement + Sync)) -> Reduced {
     // Candidates derive from the canonical form (data + slack), which is not run on its own:
     // unless some candidate was kept (and so ran), the witness stays as it was.
     let mut r = Reducer { best: canonical(w), runs: 0, kept: 0, budget, stopped: false, judge };
@@ -125,32 +134,93 @@ struct Reducer<'a> {
     kept: u32,
     budget: Budget,
     stopped: bool,
-    judge: &'a mut dyn FnMut(&Witness) -> Judgement,
+    judge: &'a (dyn Fn(&Witness) -> Judgement + Sync),
 }
 
 impl Reducer<'_> {
     /// Runs `candidate`; keeps it when it reaches.
     fn try_keep(&mut self, candidate: Witness) -> bool {
+        self.try_keep_first(vec![candidate]) == Some(0)
+    }
+
+    /// Whether two candidates may run at once now.
+    fn pairs(&self) -> bool {
+        self.budget.at_once >= 2
+    }
+
+    /// Runs `candidates` (at once, up to [`Budget::at_once`]) and keeps the first of them, in
+    /// order, that reaches: its index. One that stops the reduction stops it unless one
+    /// before it reached.
+    fn try_keep_first(&mut self, candidates: Vec<Witness>) -> Option<usize> {
         if self.stopped || self.runs >= self.budget.max_runs || Instant::now() >= self.budget.deadline {
             self.stopped = true;
-            return false;
+            return None;
         }
-        if candidate == self.best {
-            return false;
-        }
-        self.runs += 1;
-        match (self.judge)(&candidate) {
-            Judgement::Reaches => {
-                self.best = candidate;
-                self.kept += 1;
-                true
+        let fresh: Vec<bool> = candidates.iter().map(|c| *c != self.best).collect();
+        let room = (self.budget.max_runs - self.runs) as usize;
+        let judged: Vec<Option<Judgement>> = if self.budget.at_once >= 2 && candidates.len() >= 2 && room >= 2 {
+            let judge = self.judge;
+            let (first, rest) = candidates.split_at(1);
+            std::thread::scope(|scope| {
+                let second = fresh[1].then(|| scope.spawn(move || judge(&rest[0])));
+                let a = fresh[0].then(|| judge(&first[0]));
+                let b = second.map(|h| h.join().unwrap_or(Judgement::Stop));
+                vec![a, b]
+            })
+        } else {
+            // One at a time: the next only while none reached.
+            let mut out = vec![];
+            for (c, f) in candidates.iter().zip(&fresh).take(room.max(1)) {
+                let j = f.then(|| (self.judge)(c));
+                let done = matches!(j, Some(Judgement::Reaches | Judgement::Stop));
+                out.push(j);
+                if done {
+                    break;
+                }
             }
-            Judgement::Misses => false,
-            Judgement::Stop => {
-                self.stopped = true;
-                false
+            out
+        };
+        self.runs += judged.iter().flatten().count() as u32;
+        for (k, j) in judged.into_iter().enumerate() {
+            match j {
+                Some(Judgement::Reaches) => {
+                    self.best = candidates.into_iter().nth(k).expect("a judged candidate");
+                    self.kept += 1;
+                    return Some(k);
+                }
+                Some(Judgement::Stop) => {
+                    self.stopped = true;
+                    return None;
+                }
+                Some(Judgement::Misses) | None => {}
             }
         }
+        None
+    }
+
+    /// The least `x` in `lo..works` for which `make(x)` reaches (`works` when none does),
+    /// kept; `make(works)` is known to reach (or `works` is where the search gives up).
+    /// Bisection, or with two at once a three-way split.
+    fn least_reaching(&mut self, mut lo: u64, mut works: u64, make: &dyn Fn(&Self, u64) -> Witness) -> u64 {
+        while lo < works && !self.stopped {
+            if self.pairs() && works - lo >= 3 {
+                let third = (works - lo) / 3;
+                let (m1, m2) = (lo + third, lo + 2 * third);
+                match self.try_keep_first(vec![make(self, m1), make(self, m2)]) {
+                    Some(0) => works = m1,
+                    Some(_) => (lo, works) = (m1 + 1, m2),
+                    None => lo = m2 + 1,
+                }
+            } else {
+                let mid = lo + (works - lo) / 2;
+                if self.try_keep(make(self, mid)) {
+                    works = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+        }
+        works
     }
 
     /// Cuts buffer parameter `k`, then, depth first, the buffers its pointer slots point to;
@@ -210,34 +280,37 @@ impl Reducer<'_> {
         if n <= floor {
             return;
         }
-        // The shortest prefix: gallop up from the floor, then bisect.
+        // The shortest prefix: gallop up from the floor (two steps at once when pairs run),
+        // then bisect.
         let (mut fails, mut works) = (None::<usize>, n);
+        let next = |step: usize| if step == 0 { 1 } else { step * 2 };
         let mut step = 0;
         loop {
             let keep = floor + step;
             if keep >= works {
                 break;
             }
-            if self.try_keep(self.cut(path, length_param, keep, n - keep)) {
-                works = keep;
+            let after = floor + next(step);
+            let candidates = if self.pairs() && after < works { vec![keep, after] } else { vec![keep] };
+            let cuts = candidates.iter().map(|&k| self.cut(path, length_param, k, n - k)).collect();
+            if let Some(k) = self.try_keep_first(cuts) {
+                works = candidates[k];
+                if k == 1 {
+                    fails = Some(keep);
+                }
                 break;
             }
             if self.stopped {
                 return;
             }
-            fails = Some(keep);
-            step = if step == 0 { 1 } else { step * 2 };
+            fails = Some(*candidates.last().expect("a candidate"));
+            step = next(if candidates.len() == 2 { next(step) } else { step });
         }
-        let mut lo = fails.map_or(floor, |f| f + 1);
-        while lo < works && !self.stopped {
-            let mid = lo + (works - lo) / 2;
-            let len = self.data_len(path);
-            if self.try_keep(self.cut(path, length_param, mid, len - mid)) {
-                works = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
+        let lo = fails.map_or(floor, |f| f + 1);
+        self.least_reaching(lo as u64, works as u64, &|r: &Self, mid| {
+            let len = r.data_len(path);
+            r.cut(path, length_param, mid as usize, len - mid as usize)
+        });
         // Chunks of halving power-of-two sizes anywhere past the floor (ddmin's complement
         // step; powers of two so that pairs, e.g. a `[]` or `][` of a nesting, get their turn).
         let half = (self.data_len(path) - floor.min(self.data_len(path))) / 2;
@@ -245,8 +318,17 @@ impl Reducer<'_> {
         while chunk >= 1 && !self.stopped {
             let mut at = floor;
             while at + chunk <= self.data_len(path) && !self.stopped {
-                if !self.try_keep(self.cut(path, length_param, at, chunk)) {
-                    at += chunk;
+                // Two chunks at once: the second is what one at a time tries next if the
+                // first misses (and is dropped if it reaches).
+                let mut cuts = vec![self.cut(path, length_param, at, chunk)];
+                if self.pairs() && at + 2 * chunk <= self.data_len(path) {
+                    cuts.push(self.cut(path, length_param, at + chunk, chunk));
+                }
+                let tried = cuts.len();
+                match self.try_keep_first(cuts) {
+                    Some(0) => {}
+                    Some(_) => at += chunk,
+                    None => at += tried * chunk,
                 }
             }
             chunk /= 2;
@@ -305,18 +387,12 @@ impl Reducer<'_> {
 
     /// The shortest reaching prefix of the nondet stream, then each value towards 0.
     fn nondet(&mut self) {
-        let n = self.best.nondet.len();
-        let (mut lo, mut works) = (0, n);
-        while lo < works && !self.stopped {
-            let mid = lo + (works - lo) / 2;
-            let mut w = self.best.clone();
-            w.nondet.truncate(mid);
-            if self.try_keep(w) {
-                works = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
+        let n = self.best.nondet.len() as u64;
+        self.least_reaching(0, n, &|r: &Self, mid| {
+            let mut w = r.best.clone();
+            w.nondet.truncate(mid as usize);
+            w
+        });
         // Zeros first, many values at a time: a fuzzer's stream is mostly values the path
         // never compares (wp_running_example: 90 of 91 could be 0, which one by one took 77
         // replays and 0.24 s, longer than the search that found it).
@@ -379,16 +455,8 @@ impl Reducer<'_> {
         if !zero_misses && self.try_keep(candidate(self, 0)) {
             return;
         }
-        // Bisection on the magnitude: (lo, hi] with hi reaching.
-        let (mut lo, mut hi) = (0u64, m);
-        while hi - lo > 1 && !self.stopped {
-            let mid = lo + (hi - lo) / 2;
-            if self.try_keep(candidate(self, mid)) {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
+        // Bisection on the magnitude: the least in 1..=m that reaches (m does).
+        self.least_reaching(1, m, &|r: &Self, mag| candidate(r, mag));
     }
 }
 
@@ -476,7 +544,7 @@ mod tests {
         ParamInput::Int { name: name.into(), width, value }
     }
     fn budget() -> Budget {
-        Budget { deadline: Instant::now() + Duration::from_secs(5), max_runs: 1000 }
+        Budget { deadline: Instant::now() + Duration::from_secs(5), max_runs: 1000, at_once: 1 }
     }
     fn bytes_of(w: &Witness, k: usize) -> Vec<u8> {
         match &w.params[k] {
@@ -509,10 +577,38 @@ mod tests {
     #[test]
     fn a_bracket_witness_loses_its_detours_and_its_length_follows() {
         let w = Witness { params: vec![buf("s", b"[[][][][][[9"), int("len", 64, 12)], nondet: vec![] };
-        let r = reduce(&w, &[BufferShape { length_param: Some(1), fixed: false }, BufferShape::default()], budget(), &mut brackets);
+        let r = reduce(&w, &[BufferShape { length_param: Some(1), fixed: false }, BufferShape::default()], budget(), &brackets);
         assert_eq!(bytes_of(&r.witness, 0), b"[[[9");
         assert_eq!(value_of(&r.witness, 1), 4);
         assert!(r.kept > 0 && r.runs >= r.kept);
+    }
+
+    /// Two candidates at once keep what one at a time keeps: the gallop's and the chunks' first
+    /// reaching candidate in order, and the least reaching length or value of a bisection.
+    #[test]
+    fn two_at_once_reduce_to_what_one_at_a_time_does() {
+        let pairs = Budget { at_once: 2, ..budget() };
+        let w = Witness { params: vec![buf("s", b"[[][][][][[9"), int("len", 64, 12)], nondet: vec![] };
+        let shapes = [BufferShape { length_param: Some(1), fixed: false }, BufferShape::default()];
+        let (one, two) = (reduce(&w, &shapes, budget(), &brackets), reduce(&w, &shapes, pairs, &brackets));
+        assert_eq!(two.witness, one.witness);
+        assert_eq!(bytes_of(&two.witness, 0), b"[[[9");
+        let mut d = b"xxHello".to_vec();
+        d.extend(std::iter::repeat_n(b'l', 315));
+        let w = Witness { params: vec![buf("A", &d)], nondet: vec![] };
+        let hello = |w: &Witness| if bytes_of(w, 0).windows(5).any(|x| x == b"Hello") { Judgement::Reaches } else { Judgement::Misses };
+        assert_eq!(bytes_of(&reduce(&w, &[BufferShape::default()], pairs, &hello).witness, 0), b"Hello");
+        let w = Witness { params: vec![int("x", 32, 134_217_728), int("y", 32, (-1_000_000i32) as u32 as u64)], nondet: vec![7, 1 << 40, 3] };
+        let judge = |w: &Witness| {
+            let (x, y) = (value_of(w, 0) as u32 as i32, value_of(w, 1) as u32 as i32);
+            if x >= 34 && y <= -5 && w.nondet.len() >= 2 && w.nondet[1] > 100 { Judgement::Reaches } else { Judgement::Misses }
+        };
+        let r = reduce(&w, &[], pairs, &judge);
+        assert_eq!((value_of(&r.witness, 0), value_of(&r.witness, 1) as u32 as i32), (34, -5));
+        assert_eq!(r.witness.nondet, vec![0, 101]);
+        // At most one run more per step than one at a time, on two cores: fewer rounds.
+        let one = reduce(&w, &[], budget(), &judge);
+        assert!(r.runs <= 2 * one.runs, "{} runs against {}", r.runs, one.runs);
     }
 
     #[test]
@@ -523,7 +619,7 @@ mod tests {
             let (s, len) = (bytes_of(w, 0), value_of(w, 1) as usize);
             if len >= 3 && s.starts_with(b"<<x") { Judgement::Reaches } else { Judgement::Misses }
         };
-        let r = reduce(&w, &[BufferShape { length_param: Some(1), fixed: false }, BufferShape::default()], budget(), &mut judge);
+        let r = reduce(&w, &[BufferShape { length_param: Some(1), fixed: false }, BufferShape::default()], budget(), &judge);
         assert_eq!((bytes_of(&r.witness, 0), value_of(&r.witness, 1)), (b"<<x".to_vec(), 3));
         assert!(r.runs <= 12, "{} runs (bisecting the length alone takes 28)", r.runs);
     }
@@ -534,7 +630,7 @@ mod tests {
         d.extend(std::iter::repeat_n(b'l', 315));
         let w = Witness { params: vec![buf("A", &d)], nondet: vec![] };
         let mut judge = |w: &Witness| if bytes_of(w, 0).windows(5).any(|x| x == b"Hello") { Judgement::Reaches } else { Judgement::Misses };
-        let r = reduce(&w, &[BufferShape::default()], budget(), &mut judge);
+        let r = reduce(&w, &[BufferShape::default()], budget(), &judge);
         assert_eq!(bytes_of(&r.witness, 0), b"Hello");
         assert!(r.runs < 60, "{} runs", r.runs);
     }
@@ -547,7 +643,7 @@ mod tests {
             let (x, y) = (value_of(w, 0) as u32 as i32, value_of(w, 1) as u32 as i32);
             if x >= 34 && y <= -5 && w.nondet.len() >= 2 && w.nondet[1] > 100 { Judgement::Reaches } else { Judgement::Misses }
         };
-        let r = reduce(&w, &[], budget(), &mut judge);
+        let r = reduce(&w, &[], budget(), &judge);
         assert_eq!(value_of(&r.witness, 0), 34);
         assert_eq!(value_of(&r.witness, 1) as u32 as i32, -5);
         assert_eq!(value_of(&r.witness, 2), 0);
@@ -561,7 +657,7 @@ mod tests {
         let nondet: Vec<u64> = (0..64).map(|k| if k == 0 { 63 } else { 1000 + k * 37 }).collect();
         let w = Witness { params: vec![], nondet };
         let needs = |w: &Witness| if w.nondet.len() == 64 && w.nondet[0] == 63 && w.nondet[40] >= 7 { Judgement::Reaches } else { Judgement::Misses };
-        let r = reduce(&w, &[], budget(), &mut { needs });
+        let r = reduce(&w, &[], budget(), &needs);
         let mut want = vec![0u64; 64];
         (want[0], want[40]) = (63, 7);
         assert_eq!(r.witness.nondet, want);
@@ -572,7 +668,7 @@ mod tests {
     #[test]
     fn values_that_are_all_needed_cost_about_one_run_each_to_keep() {
         let w = Witness { params: vec![], nondet: vec![5; 12] };
-        let r = reduce(&w, &[], budget(), &mut |w: &Witness| if w.nondet.len() == 12 && w.nondet.iter().all(|&v| v == 5) { Judgement::Reaches } else { Judgement::Misses });
+        let r = reduce(&w, &[], budget(), &|w: &Witness| if w.nondet.len() == 12 && w.nondet.iter().all(|&v| v == 5) { Judgement::Reaches } else { Judgement::Misses });
         assert_eq!(r.witness.nondet, vec![5; 12]);
         // The prefix (4), the groups (7), each value's bisection towards 0 (3 each, 0 skipped
         // where its group of one missed).
@@ -582,10 +678,10 @@ mod tests {
     #[test]
     fn the_budget_and_the_oracle_stop_the_search_with_the_best_so_far() {
         let w = Witness { params: vec![int("x", 64, 1000)], nondet: vec![] };
-        let r = reduce(&w, &[], Budget { deadline: Instant::now() + Duration::from_secs(5), max_runs: 3 }, &mut |w| if value_of(w, 0) >= 10 { Judgement::Reaches } else { Judgement::Misses });
+        let r = reduce(&w, &[], Budget { deadline: Instant::now() + Duration::from_secs(5), max_runs: 3, at_once: 1 }, &|w: &Witness| if value_of(w, 0) >= 10 { Judgement::Reaches } else { Judgement::Misses });
         assert_eq!(r.runs, 3);
         assert!(value_of(&r.witness, 0) >= 10 && value_of(&r.witness, 0) < 1000);
-        let r = reduce(&w, &[], budget(), &mut |_| Judgement::Stop);
+        let r = reduce(&w, &[], budget(), &|_| Judgement::Stop);
         assert_eq!((r.runs, value_of(&r.witness, 0)), (1, 1000));
     }
 
@@ -601,7 +697,7 @@ mod tests {
         let sized = buf("t", b"zzzz");
         let w = Witness { params: vec![ptr, front, sized], nondet: vec![] };
         let shapes = [BufferShape::default(), BufferShape::default(), BufferShape { length_param: None, fixed: true }];
-        let r = reduce(&w, &shapes, budget(), &mut |_| Judgement::Reaches);
+        let r = reduce(&w, &shapes, budget(), &|_| Judgement::Reaches);
         assert_eq!(bytes_of(&r.witness, 0).len(), 16, "the pointer slot at 8..16 stays");
         assert_eq!(bytes_of(&r.witness, 1), vec![9, 9, 9, 9], "the front stays");
         assert_eq!(bytes_of(&r.witness, 2), b"zzzz", "--arg-size stays");
@@ -623,7 +719,7 @@ mod tests {
             let text = &ps[0].bytes;
             if text.iter().take(len).filter(|c| **c == b'\t').count() == 2 { Judgement::Reaches } else { Judgement::Misses }
         };
-        let r = reduce(&w, &[BufferShape::default()], budget(), &mut judge);
+        let r = reduce(&w, &[BufferShape::default()], budget(), &judge);
         let (st, ps, _) = buffer_at(&r.witness, &[0]).unwrap();
         assert_eq!(data(st), &[0, 0, 0, 0, 0, 0, 0, 0, 2], "the slot zeroed, len 2");
         assert_eq!(data(&ps[0].bytes), b"\t\t");

@@ -349,3 +349,23 @@ fn benchmarks_fuzzed_alone() {
         assert!(!(reached && header.contains("expect=unreachable")), "{name}: reached an unreachable target");
     }
 }
+
+/// A second search of the same fuzzer (a new round when the APC offers seeds) starts from the
+/// first one's corpus: the coverage it reached is not fuzzed for again.
+#[test]
+fn a_new_round_goes_on_from_the_last_round_s_corpus() {
+    // Many branches to cover, and a target nothing reaches (no square is 5 modulo 8).
+    let src = "extern void reach_error(void);\n\
+               void f(const unsigned char *s, unsigned long magic) {\n\
+               \x20 int k = 0;\n\
+               \x20 for (int i = 0; i < 16; i++) { if (s[i] == 'a' + i) k++; else if (s[i] == 'A' + i) k += 2; }\n\
+               \x20 if (k > 3 && magic * magic == 0xfffffffffffffffdUL) reach_error();\n\
+               }\n";
+    let b = build("carry", src, "f");
+    let (end, first, _) = b.fuzz(&[], &[], Duration::from_secs(2));
+    assert!(matches!(end, FuzzEnd::GaveUp(_)), "{end:?}");
+    assert!(first.corpus_size > 5, "{first:?}");
+    // Too short to find that coverage again from scratch.
+    let (_, second, _) = b.fuzz(&[], &[], Duration::from_millis(300));
+    assert!(second.corpus_size >= first.corpus_size, "the second round started over: {first:?} then {second:?}");
+}

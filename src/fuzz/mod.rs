@@ -105,7 +105,24 @@ pub struct Fuzzer {
     layout: InputLayout,
     sessions: AtomicU32,
     keep_temps: bool,
+    /// The last session's corpus, which the next session starts from (see [`Carried`]).
+    carried: std::sync::Mutex<Carried>,
 }
+
+/// A session's corpus at its end, for the next session of the same fuzzer: a new round (new
+/// seeds from the APC) goes on from the coverage reached instead of starting over, and with
+/// a seed of its own instead of replaying the last round's first mutations (the runs repeat,
+/// so that replay was exact). Only for inputs that decode the same way: the seeds' shapes
+/// (buffer sizes) decide the layout.
+#[derive(Default)]
+struct Carried {
+    shape: Vec<u64>,
+    entries: Vec<Vec<u8>>,
+}
+
+/// Most corpus entries carried from one session to the next, and most bytes.
+const CARRIED_ENTRIES: usize = 4096;
+const CARRIED_BYTES: usize = 16 << 20;
 
 impl Drop for Fuzzer {
     fn drop(&mut self) {
@@ -259,7 +276,7 @@ impl Fuzzer {
             let out = crate::replay::toolchain::link(&args, d)?;
             if out.status.success() {
                 info!(elapsed = ?start.elapsed(), exe = %exe.display(), "fuzzer built");
-                return Ok(Fuzzer { dir, exe, layout, sessions: AtomicU32::new(0), keep_temps });
+                return Ok(Fuzzer { dir, exe, layout, sessions: AtomicU32::new(0), keep_temps, carried: Default::default() });
             }
             let missing = crate::replay::stubs::undefined_in_link_errors(&String::from_utf8_lossy(&out.stderr));
             if attempt == 1 || missing.is_empty() {
@@ -298,8 +315,29 @@ impl Fuzzer {
         let end = match Session::new(self, seeds) {
             Ok(mut s) => {
                 s.fills = fills.to_vec();
-                let end = s.search(seeds, dictionary, limits, cancel, replay, &mut stats).unwrap_or_else(|e| FuzzEnd::GaveUp(format!("fuzzing failed: {e}")));
-                stats.corpus_size = std::fs::read_dir(s.jail.join("corpus")).map(|d| d.count() as u64).unwrap_or(0);
+                let shape = s.layout.shape_words();
+                let carried = {
+                    let mut c = self.carried.lock().unwrap_or_else(|e| e.into_inner());
+                    if c.shape == shape { std::mem::take(&mut c.entries) } else { vec![] }
+                };
+                let end = s.search(seeds, dictionary, &carried, limits, cancel, replay, &mut stats).unwrap_or_else(|e| FuzzEnd::GaveUp(format!("fuzzing failed: {e}")));
+                let mut entries: Vec<Vec<u8>> = vec![];
+                let mut bytes = 0;
+                if let Ok(dir) = std::fs::read_dir(s.jail.join("corpus")) {
+                    let mut names: Vec<PathBuf> = dir.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+                    names.sort();
+                    stats.corpus_size = names.len() as u64;
+                    for p in names.into_iter().take(CARRIED_ENTRIES) {
+                        match std::fs::read(&p) {
+                            Ok(b) if bytes + b.len() <= CARRIED_BYTES => {
+                                bytes += b.len();
+                                entries.push(b);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                *self.carried.lock().unwrap_or_else(|e| e.into_inner()) = Carried { shape, entries };
                 if !self.keep_temps {
                     let _ = std::fs::remove_dir_all(&s.work);
                 }
@@ -329,6 +367,8 @@ struct Session {
     logs: u32,
     /// Values of the constant-fill seeds (see [`InputLayout::fill_seed`]).
     fills: Vec<u64>,
+    /// Which session of its fuzzer this is (0 first): libFuzzer's seeds differ by session.
+    number: u32,
 }
 
 impl Session {
@@ -346,7 +386,7 @@ impl Session {
         let layout = fuzzer.layout.with_shapes_of(seeds);
         let words: Vec<u8> = layout.shape_words().iter().flat_map(|w| w.to_le_bytes()).collect();
         write(&jail.join(cdriver::SHAPE_PATH.trim_start_matches('/')), &words)?;
-        Ok(Session { work, jail, layout, logs: 0, fills: vec![] })
+        Ok(Session { work, jail, layout, logs: 0, fills: vec![], number: n })
     }
 
     fn log_path(&mut self, kind: &str) -> PathBuf {
@@ -408,6 +448,7 @@ impl Session {
         &mut self,
         seeds: &[Witness],
         dictionary: &[Vec<u8>],
+        carried: &[Vec<u8>],
         limits: &FuzzLimits,
         cancel: &AtomicBool,
         replay: &(dyn Fn(&Witness) -> bool + Sync),
@@ -433,6 +474,12 @@ impl Session {
                 write(&self.jail.join(format!("corpus/fill-{:04}", encoded.len())), &bytes)?;
             }
         }
+        // The last session's corpus after the new seeds (libFuzzer runs them all first).
+        for bytes in carried {
+            if encoded.insert(bytes.clone()) {
+                write(&self.jail.join(format!("corpus/prev-{:04}", encoded.len())), bytes)?;
+            }
+        }
         let max_seed = encoded.iter().map(Vec::len).max().unwrap_or(0);
         let dict_text = dict::render(dictionary);
         if !dict_text.is_empty() {
@@ -454,7 +501,7 @@ impl Session {
                 )));
             }
             // libFuzzer's seed is a nonzero 32-bit number (0 would mean "from the clock").
-            let seed = limits.seed.wrapping_add(restart) % 0xffff_fffe + 1;
+            let seed = limits.seed.wrapping_add(restart).wrapping_add(1000 * self.number as u64) % 0xffff_fffe + 1;
             let mut args = vec![
                 format!("-seed={seed}"),
                 "-use_value_profile=1".into(),

@@ -433,6 +433,20 @@ pub struct PortfolioResult {
 /// 20 ms proof's run, while the verdict was known.
 const STOP_GRACE: Duration = Duration::from_millis(2);
 
+/// Engine threads a race ended without (see [`STOP_GRACE`]).
+static STOPPING: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Waits until the engines that races ended without have stopped (they were cancelled, so
+/// within milliseconds). For a program using the library that returns from `main` right after
+/// an analysis: its C++ static destructors (LLVM's, Z3's) must not run under an engine still
+/// inside them. The command line ends through `solve::exit_now` instead, which runs none.
+pub fn wait_for_stopping_engines() {
+    let handles = std::mem::take(&mut *STOPPING.lock().unwrap_or_else(|e| e.into_inner()));
+    for h in handles {
+        let _ = h.join();
+    }
+}
+
 /// Races `engines` until one has a definite finding (the others are cancelled, and waited
 /// for [`STOP_GRACE`] at most), or all have ended.
 pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult {
@@ -446,6 +460,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
     let total = engines.len();
     // The engines running, with when they started and whether they join late.
     let mut started: Vec<(EngineKind, Instant, bool)> = vec![];
+    let mut handles: Vec<std::thread::JoinHandle<()>> = vec![];
     for engine in engines {
         let tx = tx.clone();
         let kind = engine.kind();
@@ -460,7 +475,10 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
             let _ = tx.send((kind, start.elapsed().as_secs_f64(), result));
         });
         match spawned {
-            Ok(_) => started.push((kind, Instant::now(), late)),
+            Ok(h) => {
+                started.push((kind, Instant::now(), late));
+                handles.push(h);
+            }
             Err(e) => results.push((kind, 0.0, EngineResult::new(Finding::Unknown(format!("cannot start the engine: {e}"))))),
         }
     }
@@ -530,6 +548,8 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
             stop_by = Some(Instant::now() + STOP_GRACE);
         }
     }
+    // Those still stopping are left to end on their own (see `wait_for_stopping_engines`).
+    STOPPING.lock().unwrap_or_else(|e| e.into_inner()).extend(handles.into_iter().filter(|h| !h.is_finished()));
     // The engines still stopping: cancelled (a late one only if it had started).
     let late_started = cx.late_started.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for (kind, at, late) in started {
@@ -632,6 +652,44 @@ mod tests {
         assert!(matches!(r.finding, Finding::Unreachable(_)));
         assert_eq!(r.engines["fuzz"].outcome, "cancelled");
         assert!(took < Duration::from_secs(5), "the loser was not stopped: {took:?}");
+    }
+
+    /// An engine that takes `linger` to stop once cancelled (a Z3 context being made).
+    struct SlowToStop {
+        linger: Duration,
+        stopped: Arc<AtomicBool>,
+    }
+
+    impl Engine for SlowToStop {
+        fn kind(&self) -> EngineKind {
+            EngineKind::Dse
+        }
+        fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+            while !cx.cancelled() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(self.linger);
+            self.stopped.store(true, Ordering::SeqCst);
+            EngineResult::new(Finding::Unknown("cancelled".into()))
+        }
+    }
+
+    #[test]
+    fn the_race_ends_without_waiting_for_an_engine_slow_to_stop() {
+        let stopped = Arc::new(AtomicBool::new(false));
+        let (r, took) = race_of(
+            vec![
+                Box::new(Scripted { kind: EngineKind::Apc, delay: Duration::from_millis(20), finding: || Finding::Unreachable("proof".into()) }),
+                Box::new(SlowToStop { linger: Duration::from_millis(400), stopped: stopped.clone() }),
+            ],
+            Duration::from_secs(60),
+        );
+        assert_eq!(r.winner, Some(EngineKind::Apc));
+        assert!(took < Duration::from_millis(300), "the race waited for the slow engine: {took:?}");
+        assert_eq!(r.engines["dse"].outcome, "cancelled");
+        assert!(r.engines["dse"].reason.contains("still stopping"), "{:?}", r.engines["dse"]);
+        wait_for_stopping_engines();
+        assert!(stopped.load(Ordering::SeqCst), "waited for until it stopped");
     }
 
     #[test]

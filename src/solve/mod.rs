@@ -497,6 +497,41 @@ fn announce_running(slot: &SharedSlot, ctx: &z3::Context) -> bool {
     true
 }
 
+/// The Z3 context of a thread that another thread may interrupt, outside any race: the APC's
+/// build, which the end of the race stops (its summary checks have their own time limits and
+/// do not look at its stop flag; a build left in one kept a core busy beside the witness
+/// reduction). The same slot protocol as a racing worker's.
+#[derive(Clone)]
+pub struct Interrupter(SharedSlot);
+
+impl Default for Interrupter {
+    fn default() -> Self {
+        Interrupter(std::sync::Arc::new(std::sync::Mutex::new(Slot { state: WorkerState::Pending, stop: false, tid: 0 })))
+    }
+}
+
+impl Interrupter {
+    /// On the thread to be interrupted: its checks may be interrupted until the guard is
+    /// dropped (which must happen on that thread, before it ends). `None` when already stopped.
+    pub fn enter(&self) -> Option<InterruptibleGuard> {
+        announce_running(&self.0, &z3::Context::thread_local()).then(|| InterruptibleGuard(self.0.clone()))
+    }
+
+    /// Interrupts the thread's current Z3 check, if any (and marks it stopped).
+    pub fn interrupt(&self) {
+        stop_all(std::slice::from_ref(&self.0));
+    }
+}
+
+/// See [`Interrupter::enter`]: no interrupt reaches the thread's context once this is dropped.
+pub struct InterruptibleGuard(SharedSlot);
+
+impl Drop for InterruptibleGuard {
+    fn drop(&mut self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).state = WorkerState::Done;
+    }
+}
+
 /// Interrupts every worker still running (and stops those not yet started).
 fn stop_all(slots: &[SharedSlot]) {
     for s in slots {
@@ -1272,6 +1307,28 @@ mod race_tests {
             p.cmp(IntPredicate::Ult, y, limit),
         ];
         (p.and(c), x)
+    }
+
+    /// A thread's own check (the APC's build: `check` with Z3's timeout, no race) ends soon
+    /// after another thread interrupts it through an [`Interrupter`].
+    #[test]
+    fn an_interrupter_ends_another_thread_s_check() {
+        let mut p = ExprPool::new();
+        let (hard, _) = factoring(&mut p);
+        let interrupter = Interrupter::default();
+        let inside = interrupter.clone();
+        let worker = std::thread::spawn(move || {
+            let _guard = inside.enter();
+            let t = Instant::now();
+            let answer = check_portfolio(&p, hard, Duration::from_secs(60), |_| ());
+            (answer.outcome.is_definite(), t.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let at = Instant::now();
+        interrupter.interrupt();
+        let (definite, took) = worker.join().unwrap();
+        assert!(!definite && took > Duration::from_millis(250), "no answer to a factoring query before the interrupt");
+        assert!(at.elapsed() < Duration::from_secs(3), "the check ran on {:?} after the interrupt", at.elapsed());
     }
 
     /// Issue 8: losing workers used to run on, detached, after `race` returned; when the

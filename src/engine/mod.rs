@@ -488,7 +488,9 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
     let head_start = Duration::from_millis(crate::priority::tune("HEAD_START_MS", APC_HEAD_START.as_millis() as u64));
     let weight = |default: f64, name: &str| (crate::solve::NICE_0_WEIGHT as f64 * crate::priority::tune(name, (default * 100.0) as u64) as f64 / 100.0) as u32;
     let (share, share_after_a_miss) = (weight(APC_SHARE, "APC_SHARE_PERCENT"), weight(APC_SHARE_AFTER_A_MISS, "APC_SHARE_AFTER_A_MISS_PERCENT"));
-    // Set once everything is cancelled: the race ends then, whoever has not returned.
+    // Set once the race has cancelled everything (a winner, or nothing left to prove): it ends
+    // then, whoever has not returned. Not on a cancel an engine made itself (the apc engine's
+    // quick-check proof, `Context::quick_check`): its finding is still to come.
     let mut stop_by: Option<Instant> = None;
     while results.len() < total {
         let wait = match stop_by {
@@ -544,7 +546,8 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
                 cx.cancel_all();
             }
         }
-        if cx.cancelled() && stop_by.is_none() {
+        let still_proving = [EngineKind::Apc, EngineKind::Chc, EngineKind::KInduction].iter().any(|k| kinds.contains(k) && !results.iter().any(|(r, _, _)| r == k));
+        if stop_by.is_none() && (winner.is_some() || (cx.cancelled() && !still_proving)) {
             stop_by = Some(Instant::now() + STOP_GRACE);
         }
     }
@@ -690,6 +693,32 @@ mod tests {
         assert!(r.engines["dse"].reason.contains("still stopping"), "{:?}", r.engines["dse"]);
         wait_for_stopping_engines();
         assert!(stopped.load(Ordering::SeqCst), "waited for until it stopped");
+    }
+
+    /// The apc engine's quick-check proof cancels the race itself (`Context::quick_check`)
+    /// before it returns its finding: the race waits for that finding, however late.
+    struct ProvesAfterCancelling;
+
+    impl Engine for ProvesAfterCancelling {
+        fn kind(&self) -> EngineKind {
+            EngineKind::Apc
+        }
+        fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+            assert!(cx.quick_check(|| true));
+            std::thread::sleep(Duration::from_millis(50));
+            EngineResult::new(Finding::Unreachable("proof".into()))
+        }
+    }
+
+    #[test]
+    fn a_proof_that_cancelled_the_race_itself_still_wins() {
+        let stopped = Arc::new(AtomicBool::new(false));
+        let (r, _) = race_of(
+            vec![Box::new(ProvesAfterCancelling), Box::new(SlowToStop { linger: Duration::ZERO, stopped })],
+            Duration::from_secs(60),
+        );
+        assert_eq!(r.winner, Some(EngineKind::Apc), "{:?}", r.engines);
+        assert!(matches!(r.finding, Finding::Unreachable(_)));
     }
 
     #[test]

@@ -120,6 +120,29 @@ struct Carried {
     entries: Vec<Vec<u8>>,
 }
 
+/// The number of entries in the corpus directory `dir`, and with `contents`, the first of them
+/// in name order, within [`CARRIED_ENTRIES`] and [`CARRIED_BYTES`].
+fn read_corpus(dir: &Path, contents: bool) -> (u64, Vec<Vec<u8>>) {
+    let Ok(d) = std::fs::read_dir(dir) else { return (0, vec![]) };
+    let mut names: Vec<PathBuf> = d.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    let count = names.len() as u64;
+    if !contents {
+        return (count, vec![]);
+    }
+    names.sort();
+    let mut bytes = 0;
+    let mut entries = vec![];
+    for p in names.into_iter().take(CARRIED_ENTRIES) {
+        if let Ok(b) = std::fs::read(&p) {
+            if bytes + b.len() <= CARRIED_BYTES {
+                bytes += b.len();
+                entries.push(b);
+            }
+        }
+    }
+    (count, entries)
+}
+
 /// Most corpus entries carried from one session to the next, and most bytes.
 const CARRIED_ENTRIES: usize = 4096;
 const CARRIED_BYTES: usize = 16 << 20;
@@ -321,22 +344,10 @@ impl Fuzzer {
                     if c.shape == shape { std::mem::take(&mut c.entries) } else { vec![] }
                 };
                 let end = s.search(seeds, dictionary, &carried, limits, cancel, replay, &mut stats).unwrap_or_else(|e| FuzzEnd::GaveUp(format!("fuzzing failed: {e}")));
-                let mut entries: Vec<Vec<u8>> = vec![];
-                let mut bytes = 0;
-                if let Ok(dir) = std::fs::read_dir(s.jail.join("corpus")) {
-                    let mut names: Vec<PathBuf> = dir.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-                    names.sort();
-                    stats.corpus_size = names.len() as u64;
-                    for p in names.into_iter().take(CARRIED_ENTRIES) {
-                        match std::fs::read(&p) {
-                            Ok(b) if bytes + b.len() <= CARRIED_BYTES => {
-                                bytes += b.len();
-                                entries.push(b);
-                            }
-                            _ => {}
-                        }
-                    }
-                }
+                // Kept for a next round only when this one may be followed by one.
+                let keep = !matches!(end, FuzzEnd::Reached(_)) && !cancel.load(Ordering::Relaxed);
+                let (count, entries) = read_corpus(&s.jail.join("corpus"), keep);
+                stats.corpus_size = count;
                 *self.carried.lock().unwrap_or_else(|e| e.into_inner()) = Carried { shape, entries };
                 if !self.keep_temps {
                     let _ = std::fs::remove_dir_all(&s.work);

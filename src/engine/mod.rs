@@ -225,13 +225,21 @@ const APC_HEAD_START: Duration = Duration::from_millis(100);
 /// (5 each): geometric mean of the portfolio's ratio to the best single engine 1.46 against
 /// 1.62, doif 1.17 s against 1.81, eqcnt 0.37 against 1.21 (its fuzzer gets the core the
 /// solvers gave up, while the apc thread still unfolds at full priority for the model that
-/// seeds it).
-const APC_SHARE: f64 = 1.0 / 3.0;
+/// seeds it). A tenth of an engine since session 23: the solvers' CPU beyond the head start
+/// cost the DSE more than its share, as every Z3 thread beside it slows its checks (memory,
+/// page faults): on doif, the DSE's checks took 0.72 s beside the solvers at a third, 0.57 s
+/// with none past the head start, 0.46 s without the apc engine. Interleaved runs of
+/// `c-benchmarks/` (5 each, 11 where they differed): doif 1.17 -> 1.07 s, doifex 0.76 -> 0.67,
+/// hw 0.23 -> 0.20, windriver 0.95 -> 0.85, wp_windriver 1.83 -> 1.57, nav_fig1 1.55 -> 1.36;
+/// no row slower beyond the noise (hello, wp_hello, hwm within 3% over 11 runs). Only the DSE
+/// feels the share: the fuzzer runs in a scheduling group of its own (a session per sandboxed
+/// process), and once the searches end the solvers have the machine.
+const APC_SHARE: f64 = 0.1;
 /// The APC's share once its first model missed the target: it then searches by trial (block
 /// the model, raise K), which won no benchmark, and a proof can no longer come from its
 /// quantified query. Its later rounds at a full share kept the fuzzer to a fifth of a core
 /// (eqcnt: 16 s in the portfolio, 0.7 s alone).
-const APC_SHARE_AFTER_A_MISS: f64 = 1.0 / 3.0;
+const APC_SHARE_AFTER_A_MISS: f64 = APC_SHARE;
 /// Nice value of the apc engine's own thread (model extraction, unfolding, replays) beside a
 /// search once its first model missed.
 const APC_THREAD_YIELD_NICE: libc::c_int = 10;

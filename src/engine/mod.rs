@@ -156,6 +156,9 @@ pub struct Late {
 
 /// Nice value of a [`Late`] engine's thread (and of the solver threads it starts).
 const LATE_NICE: i32 = 10;
+/// How often a [`Late`] engine waiting for its start looks at the race (a cancel, the apc
+/// engine's end).
+const LATE_LOOK_INTERVAL: Duration = Duration::from_millis(20);
 
 impl Engine for Late {
     fn kind(&self) -> EngineKind {
@@ -181,8 +184,10 @@ impl Engine for Late {
                 started.push(self.inner.kind());
                 break;
             }
-            // Short: the race waits for this thread after a verdict.
-            std::thread::sleep(Duration::from_millis(2));
+            // The race does not wait for this thread once decided; every look wakes it (a
+            // look every 2 ms took the fuzzer's core from it hundreds of times a second, see
+            // `replay::sandbox`'s wait).
+            std::thread::sleep(self.start_at.saturating_duration_since(Instant::now()).clamp(Duration::from_millis(1), LATE_LOOK_INTERVAL));
         }
         // SAFETY: a plain system call on this thread's own priority (threads it starts inherit it).
         unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(LATE_NICE)) };

@@ -39,9 +39,48 @@ pub fn output(cmd: &mut std::process::Command, tmp: &Path) -> std::io::Result<st
     out
 }
 
+/// Sandboxed runs under way (the pid of each run's init, see `replay::sandbox`): killed on
+/// interruption and by [`finish`] before the directories go. They would die with the process
+/// anyway (`PR_SET_PDEATHSIG`), but only after it: meanwhile a fuzzer kept writing its corpus
+/// into the directory being removed, which then stayed (`sandbox_tests::
+/// interrupted_runs_leave_nothing_behind`, about one run in twelve).
+static RUNS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Registers a sandboxed run's init for as long as the guard lives (see [`RUNS`]). A run started
+/// after [`finish`] is killed at once.
+pub struct RunGuard(i32);
+
+impl RunGuard {
+    pub fn new(init: i32) -> RunGuard {
+        let mut runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+        if FINISHED.load(std::sync::atomic::Ordering::SeqCst) {
+            kill_run(init);
+        } else {
+            runs.push(init);
+        }
+        RunGuard(init)
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        RUNS.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != self.0);
+    }
+}
+
+/// Kills a sandboxed run: its init, and with it its PID namespace (every process of the run).
+fn kill_run(init: i32) {
+    unsafe { libc::kill(init, libc::SIGKILL) };
+}
+
 /// Set by [`finish`]: directories registered later (a background build that started after
 /// the verdict) are removed at once.
 static FINISHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the run has ended ([`finish`]) or is being interrupted: no new work may start.
+pub fn finished() -> bool {
+    FINISHED.load(std::sync::atomic::Ordering::SeqCst)
+}
 
 /// Removes `dir` (recursively) if the process is interrupted before [`forget`].
 pub fn register(dir: &Path) {
@@ -84,6 +123,12 @@ pub fn finish() {
         kill_group(pid);
     }
     drop(children);
+    {
+        let runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+        for &init in runs.iter() {
+            kill_run(init);
+        }
+    }
     for d in dirs.drain(..) {
         remove_dir(&d);
     }
@@ -127,8 +172,13 @@ pub fn install() {
         if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
             continue;
         }
+        // From now on no helper, run or directory is started (each checks under its lock).
+        FINISHED.store(true, std::sync::atomic::Ordering::SeqCst);
         for pid in CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             kill_group(*pid);
+        }
+        for init in RUNS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            kill_run(*init);
         }
         for d in DIRS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             remove_dir(d);

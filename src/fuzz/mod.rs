@@ -386,6 +386,12 @@ impl Session {
     fn new(fuzzer: &Fuzzer, seeds: &[Witness]) -> Result<Session> {
         let n = fuzzer.sessions.fetch_add(1, Ordering::Relaxed);
         let work = fuzzer.dir.path().join(format!("session{n}"));
+        // Not after the end of the run (or its interruption), whose cleanup is removing the
+        // fuzzer's directory: `create_dir_all` below would make it again, and it would stay.
+        if crate::cleanup::finished() {
+            return Err(Error::internal("the analysis has ended"));
+        }
+        std::fs::create_dir(&work).map_err(|e| Error::internal(format!("creating {}: {e}", work.display())))?;
         let jail = work.join("jail");
         for sub in ["", "corpus", "art", "t"] {
             mkdir_open(&jail.join(sub))?;

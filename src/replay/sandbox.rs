@@ -633,6 +633,9 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
         return Err(std::io::Error::new(e.kind(), format!("cannot start the sandboxed run (clone with new namespaces: {e})")));
     }
     let pid = pid as libc::pid_t;
+    // Killed if the analysis ends or is interrupted meanwhile; unregistered once reaped (the
+    // guard outlives every `waitpid` below).
+    let _registered = crate::cleanup::RunGuard::new(pid);
     // The setup's verdict: EOF means execve succeeded (the pipe is close-on-exec).
     let mut failure = [0u8; 8];
     let got = {

@@ -292,7 +292,13 @@ pub fn search(
         let (ctx, done, watched) = (&ctx, &done, clock.clone());
         scope.spawn(move || {
             while !done.load(Ordering::SeqCst) {
-                if Instant::now() >= limits.deadline || cancel.load(Ordering::Relaxed) || watched.overdue() {
+                // Only while a query runs: the search sees the deadline and a cancel itself
+                // between queries, and Z3 4.8 is fragile under interrupts that land outside a
+                // check (building terms, reading a model, freeing a solver; cf. Z3 issue 595).
+                // One run of the soundness campaign died of an uncaught `rewriter_exception`
+                // while interrupts went on every 5 ms after a cancel.
+                let stop = Instant::now() >= limits.deadline || cancel.load(Ordering::Relaxed);
+                if watched.armed() && (stop || watched.overdue()) {
                     // SAFETY: see `ContextHandle`; repeated, as Z3 may miss one between checks.
                     unsafe { z3_sys::Z3_interrupt(ctx.0) };
                 }

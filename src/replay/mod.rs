@@ -329,6 +329,13 @@ impl Drop for Replayer {
 pub(crate) fn jail_for(dir: &Path, n: u32, exe: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
     let work = dir.join(format!("run{n}"));
     let jail = work.join("jail");
+    // Not once the run's end (or its interruption) is removing `dir`: `create_dir_all` would
+    // make it again, and it would stay (an engine whose run the cleanup killed went on to its
+    // next run meanwhile).
+    if crate::cleanup::finished() {
+        return Err(Error::internal("the analysis has ended"));
+    }
+    std::fs::create_dir(&work).map_err(|e| Error::internal(format!("creating {}: {e}", work.display())))?;
     std::fs::create_dir_all(jail.join("work")).map_err(|e| Error::internal(format!("creating {}: {e}", jail.display())))?;
     let target = jail.join(name);
     if std::fs::hard_link(exe, &target).is_err() {

@@ -26,7 +26,7 @@ pub fn output(cmd: &mut std::process::Command, tmp: &Path) -> std::io::Result<st
     // (a fuzzing build's clang, 0.2 s of CPU taken from the next analysis).
     let child = {
         let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
-        if FINISHED.load(std::sync::atomic::Ordering::SeqCst) {
+        if finished() {
             return Err(std::io::Error::other("the analysis has ended"));
         }
         let child = cmd.spawn()?;
@@ -53,7 +53,7 @@ pub struct RunGuard(i32);
 impl RunGuard {
     pub fn new(init: i32) -> RunGuard {
         let mut runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
-        if FINISHED.load(std::sync::atomic::Ordering::SeqCst) {
+        if finished() {
             kill_run(init);
         } else {
             runs.push(init);
@@ -73,6 +73,13 @@ fn kill_run(init: i32) {
     unsafe { libc::kill(init, libc::SIGKILL) };
 }
 
+/// Kills every sandboxed run under way.
+fn kill_runs() {
+    for &init in RUNS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        kill_run(init);
+    }
+}
+
 /// Set by [`finish`]: directories registered later (a background build that started after
 /// the verdict) are removed at once.
 static FINISHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -85,7 +92,7 @@ pub fn finished() -> bool {
 /// Removes `dir` (recursively) if the process is interrupted before [`forget`].
 pub fn register(dir: &Path) {
     let mut dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner());
-    if FINISHED.load(std::sync::atomic::Ordering::SeqCst) {
+    if finished() {
         let _ = std::fs::remove_dir_all(dir);
         return;
     }
@@ -123,12 +130,7 @@ pub fn finish() {
         kill_group(pid);
     }
     drop(children);
-    {
-        let runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
-        for &init in runs.iter() {
-            kill_run(init);
-        }
-    }
+    kill_runs();
     for d in dirs.drain(..) {
         remove_dir(&d);
     }
@@ -177,9 +179,7 @@ pub fn install() {
         for pid in CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             kill_group(*pid);
         }
-        for init in RUNS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            kill_run(*init);
-        }
+        kill_runs();
         for d in DIRS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             remove_dir(d);
         }

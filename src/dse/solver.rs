@@ -69,12 +69,12 @@ impl QueryClock {
         self.until_ns.store(u64::MAX, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// Whether a query is running past its budget.
     /// Whether a query is running (armed and not yet disarmed).
     pub fn armed(&self) -> bool {
         self.until_ns.load(std::sync::atomic::Ordering::SeqCst) != u64::MAX
     }
 
+    /// Whether a query is running past its budget.
     pub fn overdue(&self) -> bool {
         let until = self.until_ns.load(std::sync::atomic::Ordering::SeqCst);
         until != u64::MAX && cpu_ns(self.cpu_clock.load(std::sync::atomic::Ordering::SeqCst)) > until

@@ -99,6 +99,20 @@ pub fn register(dir: &Path) {
     dirs.push(dir.to_path_buf());
 }
 
+/// Its owner is done with registered `dir`: it goes now, and stays registered (for [`finish`]
+/// and interruptions) while something still writes into it (an engine still stopping starts
+/// another run in a replay directory while it is removed); an unregistered (kept) directory is
+/// left alone. Forgetting it first lost such a directory for good: a whole `apc-replay-*` stayed
+/// after about one run in ten as `nobody`.
+pub fn release(dir: &Path) {
+    if !DIRS.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|d| d == dir) {
+        return;
+    }
+    if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
+        forget(dir);
+    }
+}
+
 /// `dir` is gone or kept on purpose: no longer removed on interruption.
 pub fn forget(dir: &Path) {
     DIRS.lock().unwrap_or_else(|e| e.into_inner()).retain(|d| d != dir);

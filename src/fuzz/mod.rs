@@ -149,7 +149,7 @@ const CARRIED_BYTES: usize = 16 << 20;
 
 impl Drop for Fuzzer {
     fn drop(&mut self) {
-        crate::cleanup::forget(self.dir.path());
+        crate::cleanup::release(self.dir.path());
     }
 }
 

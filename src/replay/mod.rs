@@ -319,7 +319,7 @@ impl Replayer {
 
 impl Drop for Replayer {
     fn drop(&mut self) {
-        crate::cleanup::forget(self.dir.path());
+        crate::cleanup::release(self.dir.path());
     }
 }
 

@@ -141,7 +141,7 @@ impl PureEvaluator {
 
 impl Drop for PureEvaluator {
     fn drop(&mut self) {
-        crate::cleanup::forget(self.dir.path());
+        crate::cleanup::release(self.dir.path());
     }
 }
 

@@ -21,6 +21,7 @@ pub mod load;
 pub mod priority;
 pub mod replay;
 pub mod report;
+pub mod scratch;
 pub mod solve;
 pub mod summary;
 pub mod symex;

@@ -211,10 +211,7 @@ impl Fuzzer {
     /// defines get stubs returning 0, as in replay.
     pub fn build(loaded: &Loaded, keep_temps: bool) -> Result<Fuzzer> {
         let start = Instant::now();
-        let mut dir = tempfile::Builder::new()
-            .prefix("apc-fuzz-")
-            .tempdir()
-            .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+        let mut dir = crate::scratch::tempdir("apc-fuzz-")?;
         if keep_temps {
             dir.disable_cleanup(true);
         } else {

@@ -267,7 +267,7 @@ pub enum TargetSet {
 
 /// A temporary directory for a load's compiled inputs.
 fn load_tempdir() -> Result<tempfile::TempDir> {
-    tempfile::Builder::new().prefix("apc-load-").tempdir().map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))
+    crate::scratch::tempdir("apc-load-")
 }
 
 /// The targets of `set` in `function` as written, each a `--block` target of its own (callees'

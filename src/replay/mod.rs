@@ -125,10 +125,7 @@ impl Replayer {
 
     /// Builds the replay executable of `flavour`.
     pub fn build(loaded: &Loaded, keep_temps: bool, flavour: Flavour) -> Result<Replayer> {
-        let mut dir = tempfile::Builder::new()
-            .prefix("apc-replay-")
-            .tempdir()
-            .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+        let mut dir = crate::scratch::tempdir("apc-replay-")?;
         if keep_temps {
             dir.disable_cleanup(true);
         } else {

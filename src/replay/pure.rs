@@ -71,7 +71,7 @@ impl PureEvaluator {
     pub fn build(loaded: &Loaded, keep_temps: bool) -> Result<PureEvaluator> {
         let start = Instant::now();
         let functions = loaded.program.pure_functions.clone();
-        let mut dir = tempfile::Builder::new().prefix("apc-pure-").tempdir().map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
+        let mut dir = crate::scratch::tempdir("apc-pure-")?;
         if keep_temps {
             dir.disable_cleanup(true);
         } else {

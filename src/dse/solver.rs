@@ -38,6 +38,13 @@ pub struct QueryClock {
 /// How far past its budget a query may run before the watchdog interrupts it.
 pub const QUERY_GRACE: std::time::Duration = std::time::Duration::from_millis(0);
 
+/// CPU time the calling thread has used (zero if it cannot be read): the clock of the search's
+/// own decisions (its checks' shares, when the full APC joins), which then do not depend on
+/// how many other engines share the machine.
+pub fn thread_cpu_time() -> std::time::Duration {
+    std::time::Duration::from_nanos(cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID))
+}
+
 /// The reading of CPU-time clock `clock` in nanoseconds (0 if it cannot be read).
 fn cpu_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -357,6 +364,24 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
     use z3::ast::BV;
+
+    /// The search's clock counts its thread's work, not the time it waits (beside other
+    /// engines, for the CPU).
+    #[test]
+    fn the_search_clock_counts_work_not_waiting() {
+        let t0 = thread_cpu_time();
+        std::thread::sleep(Duration::from_millis(60));
+        let slept = thread_cpu_time() - t0;
+        assert!(slept < Duration::from_millis(20), "sleeping counted {slept:?}");
+        let t1 = thread_cpu_time();
+        let busy_until = Instant::now() + Duration::from_millis(40);
+        let mut x = 0u64;
+        while Instant::now() < busy_until {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        // Most of the 40 ms, unless the test machine took the core away meanwhile.
+        assert!(thread_cpu_time() - t1 > Duration::from_millis(5), "working counted nothing");
+    }
 
     /// A query that a model of an earlier one satisfies is answered without Z3, with that
     /// model; one it does not satisfy goes to Z3, and an unsatisfiable one is never answered

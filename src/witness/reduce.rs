@@ -15,7 +15,8 @@
 //!    buffer ([`crate::ir::length_ties`]) loses as many as were removed below it; then the
 //!    buffers behind its pointer slots, depth first, and last the bytes of a buffer with
 //!    pointer slots (a struct's fields: a length, a position) one by one towards 0;
-//! 2. integers: 0, else the smallest magnitude found by bisection towards 0;
+//! 2. integers: 0, else 1 or (when the value minus one misses too) the value itself, else the
+//!    smallest magnitude found by bisection towards 0;
 //! 3. the nondet stream: the shortest prefix, then each value like an integer.
 //!
 //! With [`Budget::at_once`] of 2, two candidates run at once where the search has two to try:

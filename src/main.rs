@@ -168,7 +168,33 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).with_thread_names(true).init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(|| LogWriter).with_target(false).with_thread_names(true).init();
+}
+
+/// Writes the report to standard output. A reader that has gone (`apc-llvm … | head -1`) is no
+/// internal error: the exit status still says the verdict (`println!` panicked, exit 101).
+fn print_out(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+/// Standard error for the log, whose write errors are dropped: when stderr is a pipe its reader
+/// closed (`apc-llvm -v … 2>&1 | head`), `tracing-subscriber` reported a failed write with
+/// `eprintln!`, which panicked, the panic hook's message panicked again, and the process
+/// aborted without removing its temporary files.
+struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
 }
 
 /// Largest `--arg-size` (16 MiB: a replay's whole memory holds every buffer).
@@ -343,9 +369,9 @@ fn run_batch(cli: &Cli, set: &apc_llvm::load::TargetSet, expect: Option<&[String
     let code = match result {
         Ok(batch) => {
             if cli.json {
-                println!("{}", batch.to_json());
+                print_out(&format!("{}\n", batch.to_json()));
             } else {
-                print!("{}", batch.to_text());
+                print_out(&batch.to_text());
             }
             let verdicts: Vec<String> = batch.entries.iter().map(|e| e.report.verdict.to_string()).collect();
             if let Some(e) = expect.filter(|e| verdicts.iter().any(|v| !e.contains(v))) {
@@ -416,7 +442,9 @@ fn main() -> ExitCode {
     };
     init_logging(cli.verbose);
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("apc-llvm: internal error: {info}");
+        // Not `eprintln!`: a closed stderr would panic inside the hook (an abort).
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "apc-llvm: internal error: {info}");
     }));
     let lists = (|| -> Result<_, Error> {
         Ok((
@@ -454,9 +482,9 @@ fn main() -> ExitCode {
     let code = match result {
         Ok(report) => {
             if cli.json {
-                println!("{}", report.to_json());
+                print_out(&format!("{}\n", report.to_json()));
             } else {
-                print!("{}", report.to_text_detailed(cli.verbose > 0));
+                print_out(&report.to_text_detailed(cli.verbose > 0));
             }
             let verdict = report.verdict.to_string();
             match (&expect, &fail_on) {

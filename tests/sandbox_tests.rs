@@ -283,6 +283,31 @@ fn interrupted_runs_leave_nothing_behind() {
     }
 }
 
+/// The reader of the report and of the log has gone (`apc-llvm -v … 2>&1 | head -1`): the
+/// analysis ends normally, with the verdict's status, and leaves no temporary file (a failed
+/// log write once panicked twice and aborted, leaving the load's directory).
+#[test]
+fn a_closed_output_ends_the_run_normally_and_leaves_nothing() {
+    let p = c_program("closed", "extern void reach_error(void);\nvoid f(const char *s) { if (s[0] == 'a' && s[1] == 'b') reach_error(); }\n");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = apc_llvm_command()
+        .arg(&p.path)
+        .args(["--function", "f", "--call", "reach_error", "--timeout", "20", "-v"])
+        .env("TMPDIR", tmp.path())
+        .env("RUST_LOG", "apc_llvm=debug")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both readers go before anything is written.
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
 #[test]
 fn filling_the_disk_is_bounded() {
     // Writes as much as it can, in many files; reaches the target only if it was stopped well

@@ -456,21 +456,18 @@ impl Reducer<'_> {
         if !zero_misses && self.try_keep(candidate(self, 0)) {
             return;
         }
-        if m >= 3 && !self.stopped {
+        if m >= 3 {
             // The two ends first, at once: 1 (any non-zero value will do: a character before a
             // match, a count that only must not be 0) and m - 1 (when it misses, m is exactly
             // what a test compares with: `c == 'H'`). Bisecting each such value took about
             // seven replays where these take one round: a fuzzer's 31 characters of
             // `wp_hello` took the whole budget of 200 replays, three times the search's time.
             // Where reaching is monotone in the magnitude, the result is the bisection's.
-            match self.try_keep_first(vec![candidate(self, 1), candidate(self, m - 1)]) {
-                Some(0) => return,
-                Some(_) => {
-                    self.least_reaching(2, m - 1, &|r: &Self, mag| candidate(r, mag));
-                    return;
-                }
-                None => return,
+            // (A stopped reduction runs nothing: `try_keep_first` says None.)
+            if self.try_keep_first(vec![candidate(self, 1), candidate(self, m - 1)]) == Some(1) {
+                self.least_reaching(2, m - 1, &|r: &Self, mag| candidate(r, mag));
             }
+            return;
         }
         // Bisection on the magnitude: the least in 1..=m that reaches (m does).
         self.least_reaching(1, m, &|r: &Self, mag| candidate(r, mag));
@@ -632,7 +629,7 @@ mod tests {
     fn a_length_past_its_buffer_first_tries_the_buffer_s_length() {
         // A fuzzer's witness: `len` far beyond the 3 bytes given; the target needs `<<x` only.
         let w = Witness { params: vec![buf("s", b"<<x"), int("len", 64, 364_904_448)], nondet: vec![] };
-        let mut judge = |w: &Witness| {
+        let judge = |w: &Witness| {
             let (s, len) = (bytes_of(w, 0), value_of(w, 1) as usize);
             if len >= 3 && s.starts_with(b"<<x") { Judgement::Reaches } else { Judgement::Misses }
         };
@@ -646,7 +643,7 @@ mod tests {
         let mut d = b"xxHello".to_vec();
         d.extend(std::iter::repeat_n(b'l', 315));
         let w = Witness { params: vec![buf("A", &d)], nondet: vec![] };
-        let mut judge = |w: &Witness| if bytes_of(w, 0).windows(5).any(|x| x == b"Hello") { Judgement::Reaches } else { Judgement::Misses };
+        let judge = |w: &Witness| if bytes_of(w, 0).windows(5).any(|x| x == b"Hello") { Judgement::Reaches } else { Judgement::Misses };
         let r = reduce(&w, &[BufferShape::default()], budget(), &judge);
         assert_eq!(bytes_of(&r.witness, 0), b"Hello");
         assert!(r.runs < 60, "{} runs", r.runs);
@@ -656,7 +653,7 @@ mod tests {
     fn integers_shrink_towards_zero_as_signed_numbers() {
         // Reaches when x >= 34 and y <= -5 (32-bit), z anything.
         let w = Witness { params: vec![int("x", 32, 134_217_728), int("y", 32, (-1_000_000i32) as u32 as u64), int("z", 8, 200)], nondet: vec![7, 1 << 40, 3] };
-        let mut judge = |w: &Witness| {
+        let judge = |w: &Witness| {
             let (x, y) = (value_of(w, 0) as u32 as i32, value_of(w, 1) as u32 as i32);
             if x >= 34 && y <= -5 && w.nondet.len() >= 2 && w.nondet[1] > 100 { Judgement::Reaches } else { Judgement::Misses }
         };
@@ -753,7 +750,7 @@ mod tests {
         st.extend(40u64.to_le_bytes());
         let p = ParamInput::Buffer { name: "p".into(), bytes: with_slack(&st), pointees: vec![Pointee { offset: 0, bytes: with_slack(&text), pointees: vec![] }], front: 0 };
         let w = Witness { params: vec![p], nondet: vec![] };
-        let mut judge = |w: &Witness| {
+        let judge = |w: &Witness| {
             let (st, ps, _) = buffer_at(w, &[0]).unwrap();
             let len = u64::from_le_bytes(st[8..16].try_into().unwrap()) as usize;
             let text = &ps[0].bytes;

@@ -5,7 +5,7 @@ use crate::apc;
 use crate::backstop::{self, Bounded, Progress};
 use crate::cfg::{Flowgraph, Limits, Structure};
 use crate::config::Config;
-use crate::engine::apc::{ApcEngine, ApcSearchConfig, BuiltApc};
+use crate::engine::apc::{ApcBuild, ApcEngine, ApcSearchConfig, BuiltApc};
 use crate::engine::pending::Pending;
 use crate::engine::dse::DseEngine;
 use crate::engine::fuzz::FuzzEngine;
@@ -91,11 +91,13 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     // race already runs: the engines that need it wait for it there, the others (fuzzing, Horn
     // clauses) start at once (a function whose APC is costly to build is no reason to wait).
     let needs_apc = config.engines.iter().any(|e| matches!(e, EngineKind::Apc | EngineKind::Dse));
-    let apc_for_engine: Arc<Pending<BuiltApc>> = Arc::default();
     let guide_for_dse: Arc<Pending<Option<crate::dse::Guide>>> = Arc::default();
     let stop_building = Arc::new(AtomicBool::new(false));
     let build_tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
     let build_interrupter = solve::Interrupter::default();
+    // The build, as the apc engine's first step when it races (see `ApcBuild`), else
+    // on a thread of its own for the DSE's guide.
+    let mut apc_source: Option<ApcBuild> = None;
     let apc_build = needs_apc.then(|| {
         progress.enter("building the abstract path condition");
         let job = ApcBuildJob {
@@ -106,25 +108,42 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             stop: stop_building.clone(),
             smtlib: config.smtlib,
             guide: config.engines.contains(&EngineKind::Dse).then(|| guide_for_dse.clone()),
-            engine: config.engines.contains(&EngineKind::Apc).then(|| apc_for_engine.clone()),
         };
         let tid = build_tid.clone();
         let interrupter = build_interrupter.clone();
-        std::thread::Builder::new()
-            .name("apc-build".into())
-            .spawn(move || {
+        if config.engines.contains(&EngineKind::Apc) {
+            let outcome = Arc::new(InEngineBuild::default());
+            let done = outcome.clone();
+            apc_source = Some(Box::new(move || {
+                *done.state.lock().unwrap_or_else(|e| e.into_inner()) = InEngineState::Running;
                 tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
-                let _interruptible = interrupter.enter();
-                job.run()
-            })
-            .expect("a thread for building the APC")
+                let (description, built) = {
+                    let _interruptible = interrupter.enter();
+                    job.run()
+                };
+                *done.state.lock().unwrap_or_else(|e| e.into_inner()) = InEngineState::Done(description);
+                built
+            }));
+            BuildRun::InEngine(outcome)
+        } else {
+            BuildRun::Thread(
+                std::thread::Builder::new()
+                    .name("apc-build".into())
+                    .spawn(move || {
+                        tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
+                        let _interruptible = interrupter.enter();
+                        job.run().0
+                    })
+                    .expect("a thread for building the APC"),
+            )
+        }
     });
     let mut make = |kind: &EngineKind| -> Option<Box<dyn Engine>> {
             match kind {
                 EngineKind::Apc => Some(Box::new(ApcEngine {
                     config: ApcSearchConfig { unfold_k: config.unfold_k, max_unfold_k: config.max_unfold_k, max_models: config.max_models },
                     program: Arc::new(loaded.program.clone()),
-                    apc: apc_for_engine.clone(),
+                    build: apc_source.take()?,
                     pure: pure.take(),
                 })),
                 EngineKind::Dse => Some(Box::new(DseEngine {
@@ -189,7 +208,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
         if h.is_finished() {
-            if let Ok(d) = h.join() {
+            if let Some(d) = h.join() {
                 d.fill(report);
                 *star_causes = d.star_causes;
             }
@@ -519,8 +538,53 @@ fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: 
 /// How long the end of the race waits for the APC's build to notice that it should stop.
 const BUILD_STOP_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// The APC's build, on its own thread: hands the APC to the apc engine and the guide to the
-/// DSE as soon as each is ready, and returns what the report says of the APC.
+/// Where the APC's build runs (see [`ApcBuild`]).
+enum BuildRun {
+    /// A thread of its own (the DSE's guide, when the apc engine does not race).
+    Thread(std::thread::JoinHandle<ApcDescription>),
+    /// The apc engine's thread, as its first step.
+    InEngine(Arc<InEngineBuild>),
+}
+
+/// How far the apc engine's build has come.
+#[derive(Default)]
+struct InEngineBuild {
+    state: std::sync::Mutex<InEngineState>,
+}
+
+#[derive(Default)]
+enum InEngineState {
+    /// The engine has not started it (and, the race over, never will).
+    #[default]
+    NotStarted,
+    Running,
+    Done(ApcDescription),
+    Taken,
+}
+
+impl BuildRun {
+    /// Whether the build is no longer running (done, or never started).
+    fn is_finished(&self) -> bool {
+        match self {
+            BuildRun::Thread(h) => h.is_finished(),
+            BuildRun::InEngine(b) => !matches!(*b.state.lock().unwrap_or_else(|e| e.into_inner()), InEngineState::Running),
+        }
+    }
+
+    /// What the finished build says of the APC (`None`: it never ran, or panicked).
+    fn join(self) -> Option<ApcDescription> {
+        match self {
+            BuildRun::Thread(h) => h.join().ok(),
+            BuildRun::InEngine(b) => match std::mem::replace(&mut *b.state.lock().unwrap_or_else(|e| e.into_inner()), InEngineState::Taken) {
+                InEngineState::Done(d) => Some(d),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The APC's build: hands the guide to the DSE as soon as it is ready, and returns what the
+/// report says of the APC, and the APC for the apc engine.
 struct ApcBuildJob {
     program: crate::ir::Program,
     structure: Structure,
@@ -531,7 +595,6 @@ struct ApcBuildJob {
     stop: Arc<AtomicBool>,
     smtlib: bool,
     guide: Option<Arc<Pending<Option<crate::dse::Guide>>>>,
-    engine: Option<Arc<Pending<BuiltApc>>>,
 }
 
 /// What the report says of the APC (see [`ApcBuildJob`]).
@@ -558,7 +621,7 @@ impl ApcDescription {
 }
 
 impl ApcBuildJob {
-    fn run(self) -> ApcDescription {
+    fn run(self) -> (ApcDescription, BuiltApc) {
         let mut d = ApcDescription::default();
         let t2 = Instant::now();
         let (apc, pool) = apc::ApcBuilder::new(&self.program, &self.structure).with_deadline(self.deadline).with_stop(self.stop.clone()).build();
@@ -570,13 +633,10 @@ impl ApcBuildJob {
             } else {
                 "the time budget ran out while building the abstract path condition"
             };
-            if let Some(e) = &self.engine {
-                e.set(Err(why.into()));
-            }
             if let Some(g) = &self.guide {
                 g.set(None);
             }
-            return d;
+            return (d, Err(why.into()));
         }
         let text = Printer::new(&pool).print(apc.formula);
         let has_quantifiers = text.contains('∀') || text.contains('∃');
@@ -604,9 +664,6 @@ impl ApcBuildJob {
         }
         info!(nodes = pool.len(), "APC built");
         d.apc = Some(text);
-        if let Some(e) = &self.engine {
-            e.set(Ok((apc, pool, has_quantifiers)));
-        }
-        d
+        (d, Ok((apc, pool, has_quantifiers)))
     }
 }

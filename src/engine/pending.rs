@@ -1,5 +1,5 @@
-//! A value another thread is still preparing (the APC, the DSE's guide): the engines that need
-//! it wait for it inside the race, so the engines that do not (fuzzing, Horn clauses) start at
+//! A value another thread is still preparing (the DSE's guide, from the APC's build): the engines
+//! that need it wait for it inside the race, so the engines that do not (fuzzing, Horn clauses) start at
 //! once instead of after the APC is built (matrir: 0.5–1.9 s of building before any engine ran,
 //! where the fuzzer alone needs 0.4 s).
 

@@ -527,8 +527,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
             crate::solve::set_worker_share(wanted.0);
             let tid = cx.apc_tid.load(Ordering::Relaxed);
             if tid > 0 {
-                // SAFETY: a plain system call; at worst the thread has just ended.
-                unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(wanted.1)) };
+                crate::solve::set_thread_nice(tid, crate::priority::lowered(wanted.1));
             }
             applied = Some(wanted);
         }

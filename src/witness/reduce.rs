@@ -17,7 +17,8 @@
 //!    pointer slots (a struct's fields: a length, a position) one by one towards 0;
 //! 2. integers: 0, else 1 or (when the value minus one misses too) the value itself, else the
 //!    smallest magnitude found by bisection towards 0;
-//! 3. the nondet stream: the shortest prefix, then each value like an integer.
+//! 3. the nondet stream: the shortest prefix, then the shortest suffix of that, then each value
+//!    like an integer.
 //!
 //! With [`Budget::at_once`] of 2, two candidates run at once where the search has two to try:
 //! the next two steps of a gallop, two chunks, and two probes instead of one when bisecting
@@ -394,6 +395,7 @@ impl Reducer<'_> {
             w.nondet.truncate(mid as usize);
             w
         });
+        self.drop_leading();
         // Zeros first, many values at a time: a fuzzer's stream is mostly values the path
         // never compares (wp_running_example: 90 of 91 could be 0, which one by one took 77
         // replays and 0.24 s, longer than the search that found it).
@@ -405,6 +407,29 @@ impl Reducer<'_> {
             let set = |w: &mut Witness, v| w.nondet[k] = v;
             if zero_fails[k] { self.least_above_zero(64, v, set) } else { self.least(64, v, set) }
         }
+    }
+
+    /// Drops values from the front of the nondet stream: the shortest suffix that still
+    /// reaches. A fuzzer's stream often holds values a scan reads before the ones that matter
+    /// (wp_hello: 25 characters before `Hello`, each of which then took its own replays to
+    /// shrink, 123 in all). Where the first value matters (a search's stream, mostly), this
+    /// is one round: the half and all but the first, at once.
+    fn drop_leading(&mut self) {
+        let n = self.best.nondet.len() as u64;
+        if n < 2 || self.stopped {
+            return;
+        }
+        let suffix = |r: &Self, m: u64| {
+            let mut w = r.best.clone();
+            let from = w.nondet.len().saturating_sub(m as usize);
+            w.nondet.drain(..from);
+            w
+        };
+        let half = n.div_ceil(2);
+        let tries: Vec<u64> = if half < n - 1 { vec![half, n - 1] } else { vec![n - 1] };
+        let Some(k) = self.try_keep_first(tries.iter().map(|&m| suffix(self, m)).collect()) else { return };
+        let kept = tries[k];
+        self.least_reaching(1, kept, &suffix);
     }
 
     /// Sets the nondet values at `at` to 0 together when that still reaches, else each half
@@ -710,6 +735,34 @@ mod tests {
         assert_eq!(r.witness.nondet, want);
         // Bisecting each of the 15 characters took about 8 runs each.
         assert!(r.runs <= 80, "{} runs", r.runs);
+    }
+
+    /// As the driver reads it, a stream that runs out gives zeros: then the characters before
+    /// the match go (the shortest suffix), instead of each becoming 1 in runs of its own.
+    #[test]
+    fn characters_before_a_match_are_dropped_from_the_front() {
+        let mut stream: Vec<u64> = (0..31u64).map(|k| 33 + (k * 37) % 90).collect();
+        for (k, c) in b"Hello".iter().enumerate() {
+            stream[25 + k] = *c as u64;
+        }
+        let w = Witness { params: vec![], nondet: stream };
+        let has_hello = |w: &Witness| {
+            let s: Vec<u8> = (0..31).map(|k| w.nondet.get(k).copied().unwrap_or(0) as u8).take_while(|&c| c != 0).collect();
+            s.windows(5).any(|x| x == b"Hello")
+        };
+        let judge = |w: &Witness| if has_hello(w) { Judgement::Reaches } else { Judgement::Misses };
+        for at_once in [1, 2] {
+            let r = reduce(&w, &[], Budget { at_once, ..budget() }, &judge);
+            assert_eq!(r.witness.nondet, b"Hello".iter().map(|&c| c as u64).collect::<Vec<_>>(), "at once: {at_once}");
+            // Each of the 25 characters before the match took about three runs of its own.
+            assert!(r.runs <= 32, "{} runs (at once: {at_once})", r.runs);
+        }
+        // Where the first value is needed, the search for a suffix costs one round.
+        let hello = Witness { params: vec![], nondet: b"Hello".iter().map(|&c| c as u64).collect() };
+        let r = reduce(&hello, &[], Budget { at_once: 2, ..budget() }, &judge);
+        assert_eq!(r.witness.nondet, hello.nondet);
+        // 21 without the search for a suffix: its one round adds two.
+        assert!(r.runs <= 23, "{} runs", r.runs);
     }
 
     #[test]

@@ -284,7 +284,7 @@ fn check_minimising<T>(
 ) -> Answer<T> {
     let start = Instant::now();
     let interrupted = |start: Instant| Answer { outcome: Outcome::Unknown("interrupted".into()), seconds: start.elapsed().as_secs_f64() };
-    if stopped() {
+    if stopped() || !entered_may_check() {
         return interrupted(start);
     }
     // A model to minimise makes the solver incremental (push, bound, check), and the
@@ -510,11 +510,20 @@ impl Default for Interrupter {
     }
 }
 
+thread_local! {
+    /// The slot of the [`Interrupter`] the thread has entered, announced at its first check.
+    static ENTERED: std::cell::RefCell<Option<SharedSlot>> = const { std::cell::RefCell::new(None) };
+}
+
 impl Interrupter {
     /// On the thread to be interrupted: its checks may be interrupted until the guard is
-    /// dropped (which must happen on that thread, before it ends). `None` when already stopped.
-    pub fn enter(&self) -> Option<InterruptibleGuard> {
-        announce_running(&self.0, &z3::Context::thread_local()).then(|| InterruptibleGuard(self.0.clone()))
+    /// dropped (which must happen on that thread, before it ends), and once stopped, its later
+    /// checks answer "interrupted" at once. The thread's Z3 context is made at its first check,
+    /// not here: most APCs are built without one (Hello: 1 ms, where making the context took
+    /// 6-15 ms, and the DSE waited for the guide the build hands it meanwhile).
+    pub fn enter(&self) -> InterruptibleGuard {
+        ENTERED.with(|e| *e.borrow_mut() = Some(self.0.clone()));
+        InterruptibleGuard(self.0.clone())
     }
 
     /// Interrupts the thread's current Z3 check, if any (and marks it stopped).
@@ -523,11 +532,24 @@ impl Interrupter {
     }
 }
 
+/// For a check on a thread inside an [`Interrupter`]: its slot announced (the thread's context
+/// made) at the first check; `false` when it was stopped, and the check must not run.
+fn entered_may_check() -> bool {
+    let Some(slot) = ENTERED.with(|e| e.borrow().clone()) else { return true };
+    let announced = !matches!(slot.lock().unwrap_or_else(|e| e.into_inner()).state, WorkerState::Pending);
+    if !announced {
+        return announce_running(&slot, &z3::Context::thread_local());
+    }
+    let stopped = slot.lock().unwrap_or_else(|e| e.into_inner()).stop;
+    !stopped
+}
+
 /// See [`Interrupter::enter`]: no interrupt reaches the thread's context once this is dropped.
 pub struct InterruptibleGuard(SharedSlot);
 
 impl Drop for InterruptibleGuard {
     fn drop(&mut self) {
+        ENTERED.with(|e| *e.borrow_mut() = None);
         self.0.lock().unwrap_or_else(|e| e.into_inner()).state = WorkerState::Done;
     }
 }

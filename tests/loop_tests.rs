@@ -380,6 +380,8 @@ fn an_accumulator_of_a_symbolic_amount_is_proven_with_multiplication_uninterpret
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
     assert!(r["reason"].as_str().unwrap().contains("uninterpreted functions"), "{r:#}");
     assert!(r["timings"]["solve_apc_nonlinear_uf"].as_f64().unwrap() < 5.0, "{r:#}");
+    // Proved by the abstraction checked alone, before any race of the APC's queries.
+    assert!(r["timings"].get("solve_apc").is_none(), "{r:#}");
     // One iteration more: sn = (n + 1)·a.
     let r = reach("acc_sym_reach", &src(0), "f", &["--engine", "apc", "--timeout", "20"]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");

@@ -157,6 +157,20 @@ pub fn check_portfolio<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, e
     check_until(pool, formula, SolverKind::Portfolio, false, Some(timeout), &|| false, extract)
 }
 
+/// Why a query with its nonlinear operations uninterpreted has no answer when it has a model.
+const ABSTRACTION_SATISFIABLE: &str = "the abstraction with uninterpreted nonlinear operations is satisfiable";
+
+/// [`check_portfolio`] of `formula` with its nonlinear operations uninterpreted (see
+/// [`Query::nonlinear_as_functions`]): an over-approximation, so only its unsat means
+/// something of `formula`; a model is reported as `Sat(())`.
+pub fn check_abstraction(pool: &ExprPool, formula: ExprId, timeout: Duration) -> Answer<()> {
+    let answer = check_until(pool, formula, SolverKind::Portfolio, true, Some(timeout), &|| false, |_| ());
+    match answer.outcome {
+        Outcome::Unknown(why) if why == ABSTRACTION_SATISFIABLE => Answer { outcome: Outcome::Sat(()), seconds: answer.seconds },
+        _ => answer,
+    }
+}
+
 /// Which Z3 solver a query gets.
 #[derive(Clone, Copy, Debug)]
 enum SolverKind {
@@ -308,7 +322,7 @@ fn check_minimising<T>(
         // An interrupted solver can say sat and then have no model: that is no answer.
         z3::SatResult::Sat if stopped() => Outcome::Unknown("interrupted".into()),
         // A model of the abstraction need not be one of the formula.
-        z3::SatResult::Sat if nonlinear_as_functions => Outcome::Unknown("the abstraction with uninterpreted nonlinear operations is satisfiable".into()),
+        z3::SatResult::Sat if nonlinear_as_functions => Outcome::Unknown(ABSTRACTION_SATISFIABLE.into()),
         z3::SatResult::Sat => match solver.get_model() {
             Some(model) => {
                 let mut view = ModelView { model, tr };

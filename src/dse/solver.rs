@@ -41,19 +41,8 @@ pub const QUERY_GRACE: std::time::Duration = std::time::Duration::from_millis(0)
 /// CPU time the calling thread has used (zero if it cannot be read): the clock of the search's
 /// own decisions (its checks' shares, when the full APC joins), which then do not depend on
 /// how many other engines share the machine.
-pub fn thread_cpu_time() -> std::time::Duration {
-    std::time::Duration::from_nanos(cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID))
-}
-
-/// The reading of CPU-time clock `clock` in nanoseconds (0 if it cannot be read).
-fn cpu_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid out-pointer; a clock of a thread that ended gives an error.
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use crate::solve::cpu_limit::thread_cpu_time;
+use crate::solve::cpu_limit::cpu_ns;
 
 impl QueryClock {
     pub fn new() -> Self {
@@ -62,11 +51,7 @@ impl QueryClock {
 
     /// Arms the clock for a query of `budget_ms` of the calling thread's CPU time.
     fn arm(&self, budget_ms: u32) {
-        let mut clock: libc::clockid_t = libc::CLOCK_MONOTONIC;
-        // SAFETY: the calling thread's own CPU-time clock id, written to a valid pointer.
-        if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) } != 0 {
-            clock = libc::CLOCK_MONOTONIC;
-        }
+        let clock = crate::solve::cpu_limit::own_cpu_clock();
         let budget = std::time::Duration::from_millis(budget_ms as u64) + QUERY_GRACE;
         self.cpu_clock.store(clock, std::sync::atomic::Ordering::SeqCst);
         self.until_ns.store(cpu_ns(clock).saturating_add(budget.as_nanos() as u64), std::sync::atomic::Ordering::SeqCst);

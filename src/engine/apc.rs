@@ -29,10 +29,14 @@ const MIN_START_K: u32 = 2;
 
 /// The quantifier-free weakening of the APC, checked before the race ([`crate::expr::without_quantifiers`]).
 const SOLVE_QUANTIFIER_FREE: &str = "solve_apc_qf";
-/// Its time limit: it is worth having only when it is quick.
+/// Its budget (CPU time of the engine's thread, see `solve::cpu_limit`): it is worth having
+/// only when it is quick.
 const QUANTIFIER_FREE_LIMIT: Duration = Duration::from_millis(40);
 /// The query of the APC with its nonlinear operations uninterpreted ([`solve::Query`]).
 const SOLVE_NONLINEAR_UF: &str = "solve_apc_nonlinear_uf";
+/// Its budget in the quick check (CPU time): sum_symbolic's proof takes 28-41 ms of CPU there,
+/// so 40 ms proved it only now and then; the DSE waits for the quick check 50 ms at most.
+const NONLINEAR_QUICK_LIMIT: Duration = Duration::from_millis(80);
 
 /// Iterations of a loop above which a model is first traded for one of the bounded unfolding
 /// (`ai_listing3`: κ = 1,091,363,841 took 2.7 s to replay; κ = 14 reaches the same target in a
@@ -256,7 +260,7 @@ impl ApcSearch {
             }
             if solve::has_nonlinear(&pool, apc.formula) && !cx.cancelled() {
                 let tq = Instant::now();
-                let limit = (cx.left() / 10).min(QUANTIFIER_FREE_LIMIT);
+                let limit = (cx.left() / 10).min(NONLINEAR_QUICK_LIMIT);
                 let answer = solve::check_abstraction(&pool, apc.formula, limit);
                 timing(out, SOLVE_NONLINEAR_UF, tq.elapsed().as_secs_f64());
                 match answer.outcome {

@@ -4,6 +4,8 @@
 //! on worker threads, each in its own thread-local context, and joins every worker before it
 //! returns (ARCHITECTURE.md, "Threads and FFI ownership").
 
+pub mod cpu_limit;
+
 use crate::expr::{BvOp, Expr, ExprId, ExprPool, Sort};
 use crate::ir::IntPredicate;
 use std::collections::HashMap;
@@ -136,7 +138,9 @@ impl ModelView<'_> {
     }
 }
 
-/// Checks `formula` for satisfiability within `timeout`; on sat, runs `extract` on the model.
+/// Checks `formula` for satisfiability within `timeout`, CPU time of the calling thread (with a
+/// wall-clock backstop, see [`cpu_limit`]: the same checks decide under load as alone); on
+/// sat, runs `extract` on the model.
 ///
 /// Every Z3 object of the query (solver, terms, model) belongs to the calling thread's
 /// thread-local context and is dropped before this returns; only `T` leaves, so `T` must not
@@ -263,10 +267,11 @@ pub fn light_solver() -> z3::Solver {
 /// [`check`] that gives up (answers unknown) as soon as `stopped()` holds between its steps:
 /// translation and model reading do not notice `Z3_interrupt`, so a racing worker asks.
 ///
-/// `timeout`: Z3's own `timeout` parameter, for callers nobody interrupts. Racing workers pass
-/// `None`: the race interrupts them, and Z3 4.8's timeouts run on a pool of timer threads shared
-/// by all contexts, whose end-of-query handshake spins on `sched_yield` until the timer thread
-/// runs; a timer thread spawned by a reniced worker then starves behind the solvers (see
+/// `timeout`: a budget of the calling thread's CPU time ([`cpu_limit::CpuLimit`]), for callers
+/// nobody interrupts. Racing workers pass `None`: the race interrupts them. Not Z3's own
+/// `timeout` parameter: it is wall time, and Z3 4.8's timeouts run on a pool of timer threads
+/// shared by all contexts, whose end-of-query handshake spins on `sched_yield` until the timer
+/// thread runs; a timer thread spawned by a reniced worker then starves behind the solvers (see
 /// `dse::solver::PathSolver::check_within`, where this stalled queries for seconds).
 fn check_until<T>(
     pool: &ExprPool,
@@ -306,11 +311,6 @@ fn check_minimising<T>(
     // can answer unknown where the default's does not (see `Logic::Incremental`).
     let logic = Logic::of(pool, formula, nonlinear_as_functions).filter(|l| objective.is_none() || *l == Logic::QfBv);
     let solver = kind.solver(logic);
-    if let Some(timeout) = timeout {
-        let mut params = z3::Params::new();
-        params.set_u32("timeout", timeout.as_millis().clamp(1, u32::MAX as u128) as u32);
-        solver.set_params(&params);
-    }
     let mut tr = Translator::new(pool);
     tr.nonlinear_as_functions = nonlinear_as_functions;
     let f = tr.translate(formula).as_bool().expect("the APC is a formula");
@@ -318,9 +318,16 @@ fn check_minimising<T>(
     if stopped() {
         return interrupted(start);
     }
-    let outcome = match solver.check() {
+    let cpu = cpu_limit::thread_cpu_time();
+    let limit = timeout.map(|t| cpu_limit::CpuLimit::arm(&z3::Context::thread_local(), t));
+    let result = solver.check();
+    let out_of_budget = limit.is_some_and(|l| l.fired());
+    if timeout.is_some() {
+        tracing::trace!(budget = ?timeout, cpu = ?cpu_limit::thread_cpu_time().saturating_sub(cpu), wall = ?start.elapsed(), out_of_budget, ?result, "check within a CPU budget");
+    }
+    let outcome = match result {
         // An interrupted solver can say sat and then have no model: that is no answer.
-        z3::SatResult::Sat if stopped() => Outcome::Unknown("interrupted".into()),
+        z3::SatResult::Sat if stopped() || out_of_budget => Outcome::Unknown("interrupted".into()),
         // A model of the abstraction need not be one of the formula.
         z3::SatResult::Sat if nonlinear_as_functions => Outcome::Unknown(ABSTRACTION_SATISFIABLE.into()),
         z3::SatResult::Sat => match solver.get_model() {

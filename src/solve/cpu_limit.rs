@@ -125,6 +125,8 @@ impl CpuLimit {
     pub fn arm(context: &z3::Context, budget: Duration) -> CpuLimit {
         let w = watch();
         let clock = own_cpu_clock();
+        let now = Instant::now();
+        let wall_until = now.checked_add(budget.saturating_mul(WALL_FACTOR)).unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
         let mut g = w.armed.lock().unwrap_or_else(|e| e.into_inner());
         g.0 += 1;
         let id = g.0;
@@ -133,7 +135,7 @@ impl CpuLimit {
             context: context.get_z3_context(),
             clock,
             cpu_until_ns: cpu_ns(clock).saturating_add(budget.as_nanos().min(u64::MAX as u128) as u64),
-            wall_until: Instant::now() + budget.saturating_mul(WALL_FACTOR),
+            wall_until,
             fired: false,
         });
         w.changed.notify_one();

@@ -4,8 +4,8 @@
 //! Z3's own `timeout` is wall time: beside the other engines, or under a `make -j` that runs
 //! several analyses at once, a check gets a fraction of a core, and a proof that takes 30 ms
 //! alone ran past its 40 ms limit (sum_symbolic's quick check: `unreachable` in 0.1 s alone,
-//! `unknown` at `--timeout 2` beside three busy processes; a loop's closed-form count undecided
-//! under load, its variables then ⋆). Z3's `rlimit` is deterministic, but its units are no
+//! `unknown` at `--timeout 2` beside three busy processes; a summary check that runs out makes
+//! a loop's values ⋆). Z3's `rlimit` is deterministic, but its units are no
 //! measure of work: from 250 to 150,000 per millisecond on the benchmarks' checks, and doif's
 //! APC spent 5 s on 770,000. So a limit here is the checking thread's own CPU time, read by one
 //! watcher thread per process, which interrupts the thread's context (`Z3_interrupt`) once the

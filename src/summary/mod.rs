@@ -1246,8 +1246,8 @@ fn valid(pool: &mut crate::expr::ExprPool, f: ExprId, budget: &mut CheckBudget) 
 /// once it is spent the checks answer "not shown", which is always sound: an iteration is kept,
 /// no count is claimed. Without it, a function with many loop paths spent minutes here.
 /// Both are CPU time of the building thread (see [`crate::solve::cpu_limit`]): measured in
-/// wall time, beside the other engines a few checks decided less than alone (wp_triangular: 6
-/// of 15 undecided), so the APC depended on the machine's load.
+/// wall time, a check that decides alone could run out of time on a busy machine (beside the
+/// other engines, or other analyses under `make -j`), so the APC depended on the load.
 #[derive(Clone, Debug)]
 pub struct CheckBudget {
     left: std::time::Duration,

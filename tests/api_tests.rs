@@ -148,9 +148,13 @@ fn assumptions_on_parameters_restrict_the_inputs_of_every_engine() {
 /// `--arg-size`: the buffer behind a pointer parameter has exactly that many bytes in every
 /// witness, whichever engine found it, and a tied length is bounded by it (in elements of the
 /// C type: 64 bytes hold 16 ints), which can make a target unreachable.
+///
+/// Two `x`s, not three: the fuzzer alone found three among five bytes with a length of at most
+/// five in 10-15 s, and in half the runs not within the 30 s budget (a flaky test, not this
+/// one's subject); two take it 0.7 s, the same every run.
 #[test]
 fn a_buffer_size_of_the_user_bounds_the_witness_and_the_tied_length() {
-    let src = "#include <stddef.h>\nint count_x(const char *s, size_t len) {\n  int k = 0;\n  for (size_t i = 0; i < len; i++)\n    if (s[i] == 'x')\n      k++;\n  if (k >= 3)\n    return 1;\n  return 0;\n}\nint sum(const int *a, int n) {\n  long t = 0;\n  for (int i = 0; i < n; i++) t += a[i];\n  if (n > 16)\n    return 2;\n  return t > 100;\n}\n";
+    let src = "#include <stddef.h>\nint count_x(const char *s, size_t len) {\n  int k = 0;\n  for (size_t i = 0; i < len; i++)\n    if (s[i] == 'x')\n      k++;\n  if (k >= 2)\n    return 1;\n  return 0;\n}\nint sum(const int *a, int n) {\n  long t = 0;\n  for (int i = 0; i < n; i++) t += a[i];\n  if (n > 16)\n    return 2;\n  return t > 100;\n}\n";
     let p = c_program("sized", src);
     for engine in ["apc", "dse", "fuzz"] {
         let r = json_report(&p.path, &["--function", "count_x", "--line", "sized.c:8", "--arg-size", "s=5", "--engine", engine, "--timeout", "30"]);
@@ -160,8 +164,8 @@ fn a_buffer_size_of_the_user_bounds_the_witness_and_the_tied_length() {
         assert!(input(&r, "len")["value"].as_u64().unwrap() <= 5, "{engine}: {r:#}");
         assert_eq!(r["assumptions"], serde_json::json!(["s points to 5 bytes", "len <= 5"]), "{r:#}");
     }
-    let r = json_report(&p.path, &["--function", "count_x", "--line", "sized.c:8", "--arg-size", "s=2", "--timeout", "30"]);
-    assert_eq!(r["verdict"], "unreachable", "three x's do not fit in two bytes: {r:#}");
+    let r = json_report(&p.path, &["--function", "count_x", "--line", "sized.c:8", "--arg-size", "s=1", "--timeout", "30"]);
+    assert_eq!(r["verdict"], "unreachable", "two x's do not fit in one byte: {r:#}");
     let r = json_report(&p.path, &["--function", "sum", "--line", "sized.c:15", "--arg-size", "a=64", "--timeout", "30"]);
     assert_eq!(r["verdict"], "unreachable", "64 bytes hold 16 ints: {r:#}");
     let r = json_report(&p.path, &["--function", "sum", "--line", "sized.c:15", "--arg-size", "a=68", "--timeout", "30"]);

@@ -177,6 +177,41 @@ fn constant_fill_seeds_put_every_input_in_range_at_once() {
     eprintln!("all_in_range: reached in {took:?}, {stats:?}");
 }
 
+/// Six `x`s in a buffer whose length the program bounds by 8: coverage cannot see the count
+/// grow, the word fills put the character in one byte of four (and the length at 120), and
+/// random bytes rarely line six up. A byte fill of `'x'` beside the fill value 8 is the
+/// witness in one execution.
+const MANY_CHARS: &str = r#"
+extern void reach_error(void);
+void count_x(const char *s, unsigned len) {
+  if (len > 8)
+    return;
+  int k = 0;
+  for (unsigned i = 0; i < len; i++)
+    if (s[i] == 'x')
+      k++;
+  if (k >= 6)
+    reach_error();
+}
+"#;
+
+#[test]
+fn byte_fill_seeds_put_a_character_in_every_byte_under_a_small_length_bound() {
+    let b = build("many_chars", MANY_CHARS, "count_x");
+    let (end, _, _) = b.fuzz(&[], &[], Duration::from_secs(4));
+    assert!(!matches!(end, FuzzEnd::Reached(_)), "random fuzzing alone should not line up six x's: {end:?}");
+    let program = apc_llvm::load::load(&b._program.dir.path().join("many_chars.bc"), "count_x", &TargetSpec::Call("reach_error".into())).unwrap().program;
+    let fills = apc_llvm::engine::fuzz::fill_values(&apc_llvm::engine::fuzz::comparison_constants(&program));
+    assert!(fills.contains(&(b'x' as u64)) && fills.contains(&8), "{fills:?}");
+    // Within seconds: the word fills alone got there in about 10 s (value profiling climbs
+    // the count one comparison at a time).
+    let (end, stats, took) = b.fuzz_filled(&[], &[], &fills, Duration::from_secs(3));
+    let w = b.confirmed(&end);
+    let ParamInput::Buffer { bytes, .. } = &w.params[0] else { panic!("{w:?}") };
+    assert!(bytes.iter().filter(|c| **c == b'x').count() >= 6, "{w:?}");
+    eprintln!("many_chars: reached in {took:?}, {stats:?}");
+}
+
 #[test]
 fn an_unreachable_target_gives_up_at_the_deadline() {
     // Squares are 0 or 1 modulo 4; 0xffffffff is 3.

@@ -50,6 +50,27 @@ const INPUT_TIMEOUT_SECS: u64 = 5;
 /// Nondet results in a constant-fill seed (see [`InputLayout::fill_seed`]): a 24×24 matrix
 /// and its dimensions; a run that reads more reads zeros past the end.
 const FILL_CALLS: usize = 640;
+/// Most characters of the byte-fill seeds (see [`InputLayout::byte_fill_seed`]).
+const MAX_BYTE_FILLS: usize = 8;
+/// Most integer values beside each of them (the first fill values: the program's first
+/// comparisons and their neighbours).
+const MAX_BYTE_FILL_VALUES: usize = 24;
+
+/// The characters of the byte-fill seeds: the fill values that are one byte (a character
+/// compared after C's promotion is a 32-bit constant below 256), in order, at most
+/// [`MAX_BYTE_FILLS`].
+fn byte_fills(fills: &[u64]) -> Vec<u8> {
+    let mut out: Vec<u8> = vec![];
+    for &v in fills {
+        if let Ok(b) = u8::try_from(v) {
+            if b != 0 && !out.contains(&b) && out.len() < MAX_BYTE_FILLS {
+                out.push(b);
+            }
+        }
+    }
+    out
+}
+
 /// Rounds of tracing that settle the call sizes of a seed with mixed nondet types.
 const SEED_TRACE_ROUNDS: usize = 6;
 /// Inputs that hit the target under the fuzzer but not in replay before the engine gives up:
@@ -486,6 +507,18 @@ impl Session {
             let bytes = self.layout.fill_seed(*v, FILL_CALLS);
             if encoded.insert(bytes.clone()) {
                 write(&self.jail.join(format!("corpus/fill-{:04}", encoded.len())), &bytes)?;
+            }
+        }
+        // Byte fills: each character the program compares with in every buffer byte, beside
+        // each fill value in the integers (a length bounded by a small constant).
+        if self.layout.has_char_buffers() {
+            for b in byte_fills(&self.fills) {
+                for v in self.fills.iter().take(MAX_BYTE_FILL_VALUES) {
+                    let bytes = self.layout.byte_fill_seed(b, *v, FILL_CALLS);
+                    if encoded.insert(bytes.clone()) {
+                        write(&self.jail.join(format!("corpus/bfill-{:04}", encoded.len())), &bytes)?;
+                    }
+                }
             }
         }
         // The last session's corpus after the new seeds (libFuzzer runs them all first).

@@ -12,6 +12,44 @@ static DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// Helper processes under way (clang, llvm-objcopy): killed on interruption.
 static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+/// A build nobody may need (the fuzzing executable, once the race is decided): the helper
+/// processes its thread starts ([`output`]) are killed when it is [`Abandon::abandon`]ed, and
+/// none starts after that. The race's verdict came while the fuzzing build's link still ran
+/// (hello: its 50 ms of CPU beside the witness's reduction, a run of its own after another).
+#[derive(Default)]
+pub struct Abandon {
+    abandoned: std::sync::atomic::AtomicBool,
+    helpers: Mutex<Vec<u32>>,
+}
+
+impl Abandon {
+    /// Kills the helpers under way and refuses new ones.
+    pub fn abandon(&self) {
+        let helpers = self.helpers.lock().unwrap_or_else(|e| e.into_inner());
+        self.abandoned.store(true, std::sync::atomic::Ordering::SeqCst);
+        for &pid in helpers.iter() {
+            kill_group(pid);
+        }
+    }
+
+    pub fn is_abandoned(&self) -> bool {
+        self.abandoned.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Runs `work` on this thread with its helpers under `token` (see [`output`]).
+    pub fn run<T>(token: &std::sync::Arc<Abandon>, work: impl FnOnce() -> T) -> T {
+        CURRENT.with(|c| *c.borrow_mut() = Some(token.clone()));
+        let out = work();
+        CURRENT.with(|c| *c.borrow_mut() = None);
+        out
+    }
+}
+
+thread_local! {
+    /// The calling thread's [`Abandon`] token, if its work may be abandoned.
+    static CURRENT: std::cell::RefCell<Option<std::sync::Arc<Abandon>>> = const { std::cell::RefCell::new(None) };
+}
+
 /// Runs a helper tool (`cmd`, output captured) so that an interruption kills it too. Its
 /// temporary files go to `tmp` (one of our registered directories), so none is left behind.
 /// It leads a process group of its own: the clang driver runs `cc1` and the linker as children,
@@ -24,18 +62,30 @@ pub fn output(cmd: &mut std::process::Command, tmp: &Path) -> std::io::Result<st
     // Spawned and registered under the lock, and never after [`finish`]: otherwise a helper
     // started while the run ends escapes its kill and runs on after the process is gone
     // (a fuzzing build's clang, 0.2 s of CPU taken from the next analysis).
+    let token = CURRENT.with(|c| c.borrow().clone());
     let child = {
         let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
         if finished() {
             return Err(std::io::Error::other("the analysis has ended"));
         }
+        // Under the token's lock too: an abandon either sees this helper or comes first.
+        let mut helpers = token.as_ref().map(|t| t.helpers.lock().unwrap_or_else(|e| e.into_inner()));
+        if token.as_ref().is_some_and(|t| t.is_abandoned()) {
+            return Err(std::io::Error::other("the build was abandoned"));
+        }
         let child = cmd.spawn()?;
         children.push(child.id());
+        if let Some(h) = helpers.as_mut() {
+            h.push(child.id());
+        }
         child
     };
     let pid = child.id();
     let out = child.wait_with_output();
     CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != pid);
+    if let Some(t) = &token {
+        t.helpers.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != pid);
+    }
     out
 }
 
@@ -201,4 +251,34 @@ pub fn install() {
         // No static destructors: solver threads may still be inside Z3.
         unsafe { libc::_exit(128 + sig) };
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn an_abandoned_build_s_helper_is_killed_and_no_new_one_starts() {
+        let tmp = crate::scratch::tempdir("apc-abandon-test-").unwrap();
+        let token = Arc::new(Abandon::default());
+        let (t, dir) = (token.clone(), tmp.path().to_path_buf());
+        let start = Instant::now();
+        let build = std::thread::spawn(move || Abandon::run(&t, || output(std::process::Command::new("sleep").arg("30"), &dir)));
+        // Abandoned once the helper runs.
+        while token.helpers.lock().unwrap().is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(10), "the helper never started");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        token.abandon();
+        let out = build.join().unwrap().unwrap();
+        assert!(!out.status.success(), "killed: {out:?}");
+        assert!(start.elapsed() < Duration::from_secs(10), "killed, not waited for: {:?}", start.elapsed());
+        assert!(token.helpers.lock().unwrap().is_empty());
+        let again = Abandon::run(&token, || output(&mut std::process::Command::new("true"), tmp.path()));
+        assert!(again.is_err(), "no helper after the abandon: {again:?}");
+        // Other threads' helpers are not the token's.
+        assert!(output(&mut std::process::Command::new("true"), tmp.path()).unwrap().status.success());
+    }
 }

@@ -37,6 +37,8 @@ pub struct FuzzEngine {
     pub fills: Vec<u64>,
     /// Whether no other engine runs (then the fuzzer and its build keep their priority).
     pub alone: bool,
+    /// The build's helper processes (the link), killed once the race no longer needs it.
+    pub abandon: std::sync::Arc<crate::cleanup::Abandon>,
 }
 
 impl FuzzEngine {
@@ -49,6 +51,8 @@ impl FuzzEngine {
         let loaded = loaded.clone();
         let build_tid = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
         let tid = build_tid.clone();
+        let abandon = std::sync::Arc::new(crate::cleanup::Abandon::default());
+        let token = abandon.clone();
         let build = std::thread::spawn(move || {
             // At the base priority from the start, in the background of building the APC
             // (lowered only while the APC's quick check runs, see `FuzzEngine::run`). At nice 15
@@ -58,9 +62,9 @@ impl FuzzEngine {
             // at nice 5 once slowed building an APC from 0.3 s to 1.7 s (wp_sevens); the build
             // is now code generation in this process and a link.
             tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
-            Fuzzer::build(&loaded, keep_temps)
+            crate::cleanup::Abandon::run(&token, || Fuzzer::build(&loaded, keep_temps))
         });
-        FuzzEngine { build, build_tid, dictionary, fills, alone }
+        FuzzEngine { build, build_tid, dictionary, fills, alone, abandon }
     }
 }
 
@@ -142,6 +146,8 @@ impl Engine for FuzzEngine {
                 applied = want;
             }
             if cx.search_cancelled() || cx.left().is_zero() {
+                // Its link (about 50 ms of CPU) would run on beside the witness's reduction.
+                self.abandon.abandon();
                 let why = if cx.cancelled() || cx.left().is_zero() { "cancelled" } else { "stopped (no witness can replay)" };
                 return EngineResult::new(Finding::Unknown(format!("{why} while the fuzzing executable was being built")));
             }

@@ -313,9 +313,7 @@ impl InputLayout {
     /// which coverage feedback cannot find one input at a time since no single one of them
     /// adds an edge.
     pub fn fill_seed(&self, value: u64, calls: usize) -> Vec<u8> {
-        let word = (value as u32).to_le_bytes();
-        let data: Vec<u8> = word.iter().copied().cycle().take(MAX_BUFFER_DATA / 4 * 4).collect();
-        self.filled(&data, value, calls)
+        self.filled(&word_fill(value), value, calls)
     }
 
     /// A *byte-fill* seed: every byte of every character buffer is `byte` (other buffers as
@@ -339,8 +337,7 @@ impl InputLayout {
     /// The seed with every character buffer holding `chars` (every other one the word fill
     /// of `value`), and `value` in every integer and nondet result.
     fn filled(&self, chars: &[u8], value: u64, calls: usize) -> Vec<u8> {
-        let word = (value as u32).to_le_bytes();
-        let words: Vec<u8> = word.iter().copied().cycle().take(MAX_BUFFER_DATA / 4 * 4).collect();
+        let words = word_fill(value);
         let params = self
             .params
             .iter()
@@ -357,6 +354,11 @@ impl InputLayout {
             .collect();
         self.encode_seed(&Witness { params, nondet: vec![value; calls] }, None)
     }
+}
+
+/// A buffer's data with every 32-bit word `value` (its low bits).
+fn word_fill(value: u64) -> Vec<u8> {
+    (value as u32).to_le_bytes().iter().copied().cycle().take(MAX_BUFFER_DATA / 4 * 4).collect()
 }
 
 /// The data part of a witness buffer: without the slack the decoding adds back (exactly

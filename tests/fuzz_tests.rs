@@ -44,6 +44,12 @@ impl Built {
         (end, stats, start.elapsed())
     }
 
+    /// The constant-fill values the fuzz engine would use for `function` of program `name`.
+    fn fill_values(&self, name: &str, function: &str) -> Vec<u64> {
+        let program = apc_llvm::load::load(&self._program.dir.path().join(format!("{name}.bc")), function, &TargetSpec::Call("reach_error".into())).unwrap().program;
+        apc_llvm::engine::fuzz::fill_values(&apc_llvm::engine::fuzz::comparison_constants(&program))
+    }
+
     /// The witness of a `Reached`, after checking that a fresh replay enters the target.
     fn confirmed(&self, end: &FuzzEnd) -> Witness {
         let FuzzEnd::Reached(w) = end else { panic!("expected Reached, got {end:?}") };
@@ -168,8 +174,7 @@ fn constant_fill_seeds_put_every_input_in_range_at_once() {
     let b = build("all_in_range", ALL_IN_RANGE, "main");
     let (end, _, _) = b.fuzz(&[], &[], Duration::from_secs(4));
     assert!(!matches!(end, FuzzEnd::Reached(_)), "random fuzzing alone should not get 20 values in (5000, 5010): {end:?}");
-    let program = apc_llvm::load::load(&b._program.dir.path().join("all_in_range.bc"), "main", &TargetSpec::Call("reach_error".into())).unwrap().program;
-    let fills = apc_llvm::engine::fuzz::fill_values(&apc_llvm::engine::fuzz::comparison_constants(&program));
+    let fills = b.fill_values("all_in_range", "main");
     assert!(fills.contains(&5001), "{fills:?}");
     let (end, stats, took) = b.fuzz_filled(&[], &[], &fills, Duration::from_secs(20));
     let w = b.confirmed(&end);
@@ -200,8 +205,7 @@ fn byte_fill_seeds_put_a_character_in_every_byte_under_a_small_length_bound() {
     let b = build("many_chars", MANY_CHARS, "count_x");
     let (end, _, _) = b.fuzz(&[], &[], Duration::from_secs(4));
     assert!(!matches!(end, FuzzEnd::Reached(_)), "random fuzzing alone should not line up six x's: {end:?}");
-    let program = apc_llvm::load::load(&b._program.dir.path().join("many_chars.bc"), "count_x", &TargetSpec::Call("reach_error".into())).unwrap().program;
-    let fills = apc_llvm::engine::fuzz::fill_values(&apc_llvm::engine::fuzz::comparison_constants(&program));
+    let fills = b.fill_values("many_chars", "count_x");
     assert!(fills.contains(&(b'x' as u64)) && fills.contains(&8), "{fills:?}");
     // Within seconds: the word fills alone got there in about 10 s (value profiling climbs
     // the count one comparison at a time).

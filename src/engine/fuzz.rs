@@ -171,7 +171,7 @@ impl Engine for FuzzEngine {
                 _ => false,
             }
         };
-        let (mut executions, mut rounds, mut seeds_used) = (0u64, 0u64, 0u64);
+        let (mut executions, mut rounds, mut seeds_used, mut trace_runs) = (0u64, 0u64, 0u64, 0u64);
         let mut seen_seeds = usize::MAX;
         let mut why = String::from("the time budget ran out before fuzzing started");
         while !cx.search_cancelled() && cx.left() > Duration::from_millis(300) {
@@ -194,6 +194,7 @@ impl Engine for FuzzEngine {
             rounds += 1;
             executions += stats.executions;
             seeds_used = seeds_used.max(stats.seeds_used);
+            trace_runs += stats.trace_runs;
             match end {
                 FuzzEnd::Reached(_) => break,
                 FuzzEnd::GaveUp(w) => why = w,
@@ -202,7 +203,7 @@ impl Engine for FuzzEngine {
                 break;
             }
         }
-        for (k, v) in [("executions", executions), ("rounds", rounds), ("seeds_used", seeds_used)] {
+        for (k, v) in [("executions", executions), ("rounds", rounds), ("seeds_used", seeds_used), ("trace_runs", trace_runs)] {
             out.stats.insert(k.into(), v);
         }
         out.finding = match reached.into_inner().unwrap_or_else(|e| e.into_inner()) {

@@ -29,8 +29,12 @@
 //! * `--apc-trace` (a flag libFuzzer ignores, `--` prefix) makes each nondet call write its size
 //!   (`'1'`..`'8'`) and the marker `'H'` on fd 3: how the Rust side learns the call sizes of an
 //!   input ([`super::input::InputLayout::decode`]).
+//! * **A hit brings its trace.** Without the flag, the sizes of the current input's calls are
+//!   kept in memory, and a target hit writes them and `'H'` on fd 3 before it traps: the input
+//!   libFuzzer then saves as its crash decodes without a second run of the fuzzer (whose
+//!   start-up, libFuzzer's tables, cost about 25 ms).
 
-use super::input::{nondet_size, InputLayout, ParamSlot, BUFFER_SLACK, MAX_BUFFERS, MAX_BUFFER_DATA, MAX_DEPTH, MAX_SLOTS};
+use super::input::{nondet_size, InputLayout, ParamSlot, BUFFER_SLACK, MAX_BUFFERS, MAX_BUFFER_DATA, MAX_DEPTH, MAX_SLOTS, MAX_TRACED_CALLS};
 use crate::ir::{ParamExt, Ty};
 use crate::load::TARGET_MARKER;
 use crate::replay::driver::{DriverSpec, Passing};
@@ -167,7 +171,7 @@ pub fn generate(spec: &DriverSpec, layout: &InputLayout) -> String {
     );
     let _ = writeln!(
         out,
-        "#define APC_SLACK {BUFFER_SLACK}\n#define APC_MAX_DATA {MAX_BUFFER_DATA}\n#define APC_MAX_BUFFERS {MAX_BUFFERS}\n#define APC_MAX_DEPTH {MAX_DEPTH}\n#define APC_MAX_SLOTS {MAX_SLOTS}\n#define APC_SHAPE_MAX {SHAPE_MAX_WORDS}\n#define APC_TICK_USEC {TICK_USEC}\n#define APC_HANG_TICKS {HANG_TICKS}\n#define APC_BUF_BYTES (((APC_MAX_DATA + APC_SLACK) + 15) & ~15)"
+        "#define APC_SLACK {BUFFER_SLACK}\n#define APC_MAX_DATA {MAX_BUFFER_DATA}\n#define APC_MAX_BUFFERS {MAX_BUFFERS}\n#define APC_MAX_DEPTH {MAX_DEPTH}\n#define APC_MAX_SLOTS {MAX_SLOTS}\n#define APC_SHAPE_MAX {SHAPE_MAX_WORDS}\n#define APC_TICK_USEC {TICK_USEC}\n#define APC_HANG_TICKS {HANG_TICKS}\n#define APC_MAX_CALLS {MAX_TRACED_CALLS}\n#define APC_BUF_BYTES (((APC_MAX_DATA + APC_SLACK) + 15) & ~15)"
     );
     // Only the signal API: declarations, nothing the program could define.
     out.push_str("#include <signal.h>\n#include <sys/time.h>\n");
@@ -188,7 +192,16 @@ static unsigned long long apc_take(int n) {
   for (int k = 0; k < n; k++) { unsigned long long b = apc_at < apc_size ? apc_data[apc_at] : 0; apc_at++; v |= b << (8 * k); }
   return v;
 }
-static void apc_note(char c) { if (apc_tracing) apc_sys(1, 3, (long)&c, 1); }
+/* The current input's call sizes (without --apc-trace), written out at a hit. */
+static char apc_calls[APC_MAX_CALLS];
+static apc_size_t apc_ncalls;
+static void apc_note(char c) {
+  if (apc_tracing) apc_sys(1, 3, (long)&c, 1);
+  else if (apc_ncalls < APC_MAX_CALLS) apc_calls[apc_ncalls++] = c;
+}
+static void apc_write_all(const char *p, apc_size_t n) {
+  while (n > 0) { long w = apc_sys(1, 3, (long)p, (long)n); if (w == -4) continue; if (w <= 0) return; p += w; n -= (apc_size_t)w; }
+}
 /* Ends the current input: back into LLVMFuzzerTestOneInput (outside a run: the process). */
 static void apc_leave(int code) {
   if (apc_in_run) __builtin_longjmp(apc_jmp, 1);
@@ -254,7 +267,11 @@ static unsigned char *apc_buffer(int depth) {
 }
 "#,
     );
-    let _ = writeln!(out, "void {TARGET_MARKER}(int id) {{ (void)id; apc_note('H'); __builtin_trap(); }}");
+    // Out of the run first: a CPU tick must not abandon the input while its trace is written.
+    let _ = writeln!(
+        out,
+        "void {TARGET_MARKER}(int id) {{\n  (void)id;\n  apc_in_run = 0;\n  if (apc_tracing) apc_note('H'); else {{ apc_calls[apc_ncalls < APC_MAX_CALLS ? apc_ncalls : APC_MAX_CALLS - 1] = 'H'; apc_write_all(apc_calls, apc_ncalls < APC_MAX_CALLS ? apc_ncalls + 1 : APC_MAX_CALLS); }}\n  __builtin_trap();\n}}"
+    );
     for name in spec.declared {
         if let Some(suffix) = name.strip_prefix("__VERIFIER_nondet_") {
             let ty = nondet_c_type(suffix).unwrap_or("long long");
@@ -320,7 +337,7 @@ static unsigned char *apc_buffer(int depth) {
     let _ = writeln!(out, "void apc_function_under_test({proto}) __asm__(\"{}\");\n", spec.call_name);
     // One run: decode the parameters in order, then call; `apc_leave` jumps back here.
     out.push_str("__attribute__((noinline)) static void apc_run(void) {\n  if (__builtin_setjmp(apc_jmp) != 0) return;\n");
-    out.push_str("  apc_at = 0; apc_nbuf = 0; apc_shape_at = 0;\n");
+    out.push_str("  apc_at = 0; apc_nbuf = 0; apc_shape_at = 0; apc_ncalls = 0;\n");
     let mut args = vec![];
     for (k, (slot, p)) in layout.params.iter().zip(&f.params).enumerate() {
         match slot {

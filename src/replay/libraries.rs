@@ -5,8 +5,10 @@
 //! cannot be linked statically) also needs its program interpreter and the libraries it and they
 //! name (`DT_NEEDED`): they are found as the dynamic loader would find them in the default
 //! directories, copied once into the build directory, and hard-linked into every run's jail
-//! under the same absolute paths. The ELF headers are read with `llvm-readelf`; nothing of the
-//! program runs outside the sandbox.
+//! under the same absolute paths. The ELF headers are read in this process
+//! ([`super::elf::dynamic_needs`]); nothing of the program runs outside the sandbox. The
+//! fuzzing executable links libFuzzer as a shared object of the toolchain cache, which is no
+//! system library: it is named to [`gather`] with where it is.
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -21,8 +23,9 @@ const JAIL_LIBRARY_DIR: &str = "lib/x86_64-linux-gnu";
 const MAX_LIBRARIES: usize = 32;
 
 /// The interpreter and the libraries of `exe`, transitively, copied into `store`: pairs of
-/// (the copy, its path relative to a jail's root).
-pub fn gather(exe: &Path, store: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
+/// (the copy, its path relative to a jail's root). A needed name in `known` is the file given
+/// there, not one of the system's directories.
+pub fn gather(exe: &Path, store: &Path, known: &[(&str, &Path)]) -> Result<Vec<(PathBuf, PathBuf)>> {
     std::fs::create_dir_all(store).map_err(|e| Error::internal(format!("creating {}: {e}", store.display())))?;
     let (interpreter, mut pending) = headers(exe)?;
     let mut found: Vec<(PathBuf, PathBuf)> = vec![];
@@ -39,10 +42,11 @@ pub fn gather(exe: &Path, store: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
             return Err(Error::internal(format!("{} needs more than {MAX_LIBRARIES} shared libraries", exe.display())));
         }
         seen.push(name.clone());
-        let path = SEARCH
+        let path = known
             .iter()
-            .map(|d| Path::new(d).join(&name))
-            .find(|p| p.is_file())
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| p.to_path_buf())
+            .or_else(|| SEARCH.iter().map(|d| Path::new(d).join(&name)).find(|p| p.is_file()))
             .ok_or_else(|| Error::internal(format!("the shared library {name} that {} needs was not found", exe.display())))?;
         let rel = Path::new(JAIL_LIBRARY_DIR).join(&name);
         if !found.iter().any(|(_, r)| *r == rel) {
@@ -81,28 +85,8 @@ fn copy_in(lib: &Path, store: &Path) -> Result<PathBuf> {
 
 /// The program interpreter and the `DT_NEEDED` names of an ELF file.
 fn headers(file: &Path) -> Result<(Option<String>, Vec<String>)> {
-    let readelf = crate::load::input::llvm_tool("llvm-readelf");
-    let out = std::process::Command::new(&readelf)
-        .args(["--needed-libs", "--program-headers"])
-        .arg(file)
-        .output()
-        .map_err(|e| Error::internal(format!("cannot run {}: {e}", readelf.display())))?;
-    if !out.status.success() {
-        return Err(Error::internal(format!("{} {}: {}", readelf.display(), file.display(), super::first_error(&out.stderr))));
-    }
-    Ok(parse_headers(&String::from_utf8_lossy(&out.stdout)))
-}
-
-/// [`headers`] from `llvm-readelf --needed-libs --program-headers` output.
-fn parse_headers(text: &str) -> (Option<String>, Vec<String>) {
-    let interpreter = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("[Requesting program interpreter: ")?.strip_suffix(']').map(str::to_string));
-    let needed = match text.split_once("NeededLibraries [") {
-        Some((_, rest)) => rest.lines().map(str::trim).take_while(|l| *l != "]").filter(|l| !l.is_empty()).map(str::to_string).collect(),
-        None => vec![],
-    };
-    (interpreter, needed)
+    let needs = super::elf::dynamic_needs_of(file).map_err(|e| Error::internal(format!("reading {}: {e}", file.display())))?;
+    Ok((needs.interpreter, needs.needed))
 }
 
 #[cfg(test)]
@@ -110,23 +94,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_the_interpreter_and_the_needed_libraries() {
-        let text = "Program Headers:\n  INTERP 0x000318 ...\n      [Requesting program interpreter: /lib64/ld-linux-x86-64.so.2]\n  LOAD ...\nNeededLibraries [\n  libc.so.6\n  libm.so.6\n]\n";
-        let (interp, needed) = parse_headers(text);
-        assert_eq!(interp.as_deref(), Some("/lib64/ld-linux-x86-64.so.2"));
-        assert_eq!(needed, vec!["libc.so.6", "libm.so.6"]);
-        assert_eq!(parse_headers("NeededLibraries [\n]\n"), (None, vec![]));
-    }
-
-    #[test]
     fn a_system_library_brings_what_it_needs() {
         let Some(libm) = SEARCH.iter().map(|d| Path::new(d).join("libm.so.6")).find(|p| p.is_file()) else { return };
         let store = tempfile::tempdir().unwrap();
-        let libs = gather(&libm, store.path()).expect("libm's libraries");
+        let libs = gather(&libm, store.path(), &[]).expect("libm's libraries");
         let rels: Vec<String> = libs.iter().map(|(_, r)| r.display().to_string()).collect();
         assert!(rels.contains(&"lib/x86_64-linux-gnu/libc.so.6".to_string()), "{rels:?}");
         let jail = tempfile::tempdir().unwrap();
         install(&libs, jail.path()).unwrap();
         assert!(jail.path().join("lib/x86_64-linux-gnu/libc.so.6").is_file());
+    }
+
+    /// A library no system directory has is taken from where `known` says, under its soname.
+    #[test]
+    fn a_known_library_comes_from_where_it_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("mine.c"), "int mine(void) { return 7; }\n").unwrap();
+        std::fs::write(d.join("main.c"), "int mine(void);\nint main(void) { return mine(); }\n").unwrap();
+        let clang = crate::load::clang_path();
+        let so = d.join("built-mine.so");
+        let st = std::process::Command::new(&clang).args(["-shared", "-fPIC", "-Wl,-soname,libmine.so", "-o"]).arg(&so).arg(d.join("mine.c")).status().unwrap();
+        assert!(st.success());
+        let exe = d.join("main");
+        let st = std::process::Command::new(&clang).arg(d.join("main.c")).arg(&so).arg("-o").arg(&exe).status().unwrap();
+        assert!(st.success());
+        assert!(gather(&exe, &d.join("store"), &[]).is_err(), "libmine.so is in no system directory");
+        let libs = gather(&exe, &d.join("store"), &[("libmine.so", &so)]).unwrap();
+        let rels: Vec<String> = libs.iter().map(|(_, r)| r.display().to_string()).collect();
+        assert!(rels.contains(&"lib/x86_64-linux-gnu/libmine.so".to_string()) && rels.contains(&"lib/x86_64-linux-gnu/libc.so.6".to_string()), "{rels:?}");
+        assert!(rels.iter().any(|r| r.contains("ld-linux")), "the interpreter: {rels:?}");
+        let jail = d.join("jail");
+        install(&libs, &jail).unwrap();
+        assert_eq!(std::fs::read(jail.join("lib/x86_64-linux-gnu/libmine.so")).unwrap(), std::fs::read(&so).unwrap());
     }
 }

@@ -9,7 +9,7 @@ pub mod stubs;
 pub mod ub;
 pub(crate) mod codegen;
 pub(crate) mod elf;
-mod libraries;
+pub(crate) mod libraries;
 pub(crate) mod toolchain;
 
 pub use sandbox::{Limits, RunOutcome};
@@ -99,7 +99,7 @@ pub(crate) fn static_link_args() -> Vec<&'static std::ffi::OsStr> {
 const SANITIZE: &str = "-fsanitize=address,undefined";
 
 /// [`static_link_args`] for a dynamically linked program.
-fn dynamic_link_args() -> Vec<&'static std::ffi::OsStr> {
+pub(crate) fn dynamic_link_args() -> Vec<&'static std::ffi::OsStr> {
     let mut args = static_link_args();
     args.retain(|a| *a != "-static");
     args
@@ -215,7 +215,7 @@ impl Replayer {
             let out = toolchain::link(&args, rp.dir.path())?;
             if out.status.success() {
                 if flavour == Flavour::Sanitized {
-                    rp.libraries = libraries::gather(&rp.exe, &rp.dir.path().join("lib"))?;
+                    rp.libraries = libraries::gather(&rp.exe, &rp.dir.path().join("lib"), &[])?;
                 }
                 return Ok(rp);
             }

@@ -48,7 +48,9 @@ impl Engine for DseEngine {
             return EngineResult::new(Finding::Unknown("cancelled while the abstract path condition was being built".into()));
         };
         // The APC's quick check comes first (at most 40 ms; see `Context::quick_check`).
-        cx.wait_for_quick_check(QUICK_CHECK_WAIT);
+        let waiting = std::time::Instant::now();
+        cx.wait_for_quick_check(Duration::from_millis(crate::priority::tune("QUICK_CHECK_WAIT_MS", QUICK_CHECK_WAIT.as_millis() as u64)));
+        tracing::debug!(waited = ?waiting.elapsed(), "dse: the quick check is done");
         let limits = DseConfig { stubbed: self.stubbed.iter().cloned().collect(), ..DseConfig::new(cx.deadline) };
         let (end, stats) = dse::search(&self.program, guide.as_ref(), &limits, &cx.cancel, &replay);
         let finding = match end {

@@ -238,42 +238,53 @@ impl ApcSearch {
         // (sum_symbolic), where in the race, beside the other queries and the searches, it
         // took 0.1-0.2 s; when it has a model, it cannot prove anything in this round and
         // stays out of the race.
-        // The DSE waits for these and the fuzzing build yields meanwhile (see `Context::quick_check`).
-        let mut quick_proof: Option<&'static str> = None;
-        let mut abstraction_has_a_model = false;
-        let proved_quickly = cx.quick_check(|| {
-            if !apc.complete || cx.cancelled() {
-                return false;
-            }
-            if has_quantifiers {
-                let tq = Instant::now();
-                let weak = crate::expr::without_quantifiers(Arc::make_mut(&mut pool), apc.formula);
-                if pool.as_bool(weak) != Some(true) {
-                    let limit = (cx.left() / 10).min(QUANTIFIER_FREE_LIMIT);
-                    let answer = solve::check(&pool, weak, limit, |_| ());
-                    timing(out, SOLVE_QUANTIFIER_FREE, tq.elapsed().as_secs_f64());
-                    if matches!(answer.outcome, Outcome::Unsat) {
-                        quick_proof = Some(SOLVE_QUANTIFIER_FREE);
+        // The DSE waits for these and the fuzzing build yields meanwhile; they may run on the
+        // DSE's thread (see `Context::quick_check`), so they take what they need along.
+        #[derive(Default)]
+        struct QuickAnswer {
+            proof: Option<&'static str>,
+            abstraction_has_a_model: bool,
+            timings: Vec<(&'static str, f64)>,
+        }
+        let weak = (apc.complete && has_quantifiers).then(|| crate::expr::without_quantifiers(Arc::make_mut(&mut pool), apc.formula));
+        let answer: Arc<std::sync::Mutex<QuickAnswer>> = Arc::default();
+        let proved_quickly = {
+            let (pool, formula, complete, cancel, answer) = (pool.clone(), apc.formula, apc.complete, cx.cancel.clone(), answer.clone());
+            let (qf_limit, nonlinear_limit) = ((cx.left() / 10).min(QUANTIFIER_FREE_LIMIT), (cx.left() / 10).min(NONLINEAR_QUICK_LIMIT));
+            cx.quick_check(solve::thread_has_context(), move || {
+                let mut a = answer.lock().unwrap_or_else(|e| e.into_inner());
+                if !complete || cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                    return false;
+                }
+                if let Some(weak) = weak.filter(|w| pool.as_bool(*w) != Some(true)) {
+                    let tq = Instant::now();
+                    let outcome = solve::check(&pool, weak, qf_limit, |_| ()).outcome;
+                    a.timings.push((SOLVE_QUANTIFIER_FREE, tq.elapsed().as_secs_f64()));
+                    if matches!(outcome, Outcome::Unsat) {
+                        a.proof = Some(SOLVE_QUANTIFIER_FREE);
                         return true;
                     }
                 }
-            }
-            if solve::has_nonlinear(&pool, apc.formula) && !cx.cancelled() {
-                let tq = Instant::now();
-                let limit = (cx.left() / 10).min(NONLINEAR_QUICK_LIMIT);
-                let answer = solve::check_abstraction(&pool, apc.formula, limit);
-                timing(out, SOLVE_NONLINEAR_UF, tq.elapsed().as_secs_f64());
-                match answer.outcome {
-                    Outcome::Unsat => {
-                        quick_proof = Some(SOLVE_NONLINEAR_UF);
-                        return true;
+                if solve::has_nonlinear(&pool, formula) && !cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                    let tq = Instant::now();
+                    let outcome = solve::check_abstraction(&pool, formula, nonlinear_limit).outcome;
+                    a.timings.push((SOLVE_NONLINEAR_UF, tq.elapsed().as_secs_f64()));
+                    match outcome {
+                        Outcome::Unsat => {
+                            a.proof = Some(SOLVE_NONLINEAR_UF);
+                            return true;
+                        }
+                        Outcome::Sat(()) => a.abstraction_has_a_model = true,
+                        Outcome::Unknown(_) => {}
                     }
-                    Outcome::Sat(()) => abstraction_has_a_model = true,
-                    Outcome::Unknown(_) => {}
                 }
-            }
-            false
-        });
+                false
+            })
+        };
+        let QuickAnswer { proof: quick_proof, abstraction_has_a_model, timings: quick_timings } = std::mem::take(&mut *answer.lock().unwrap_or_else(|e| e.into_inner()));
+        for (key, secs) in quick_timings {
+            timing(out, key, secs);
+        }
         if proved_quickly {
             let invariants: usize = apc.summaries.iter().map(|(_, s)| s.invariants.facts.len()).sum();
             let query = quick_proof.unwrap_or(SOLVE_QUANTIFIER_FREE);

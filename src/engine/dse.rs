@@ -45,9 +45,11 @@ impl Engine for DseEngine {
             }
         };
         let Some(guide) = self.guide.take(cx) else {
+            cx.quick_check_helper_coming(false);
             return EngineResult::new(Finding::Unknown("cancelled while the abstract path condition was being built".into()));
         };
-        // The APC's quick check comes first (at most 40 ms; see `Context::quick_check`).
+        // The APC's quick check comes first (at most 40 ms), on this thread when the apc
+        // engine hands it over (see `Context::quick_check`).
         let waiting = std::time::Instant::now();
         cx.wait_for_quick_check(Duration::from_millis(crate::priority::tune("QUICK_CHECK_WAIT_MS", QUICK_CHECK_WAIT.as_millis() as u64)));
         tracing::debug!(waited = ?waiting.elapsed(), "dse: the quick check is done");

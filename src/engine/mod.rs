@@ -295,6 +295,8 @@ pub struct Context {
     apc_ended: AtomicBool,
     /// The apc engine's quick first check ([`Context::quick_check`]): under way, done.
     quick: Mutex<QuickCheck>,
+    /// Signals changes of `quick` (a hand-over, its answer, the check's end).
+    quick_changed: std::sync::Condvar,
     /// The [`Late`] engines that started (the others are not reported when the race ends
     /// before they return).
     late_started: Mutex<Vec<EngineKind>>,
@@ -305,7 +307,20 @@ pub struct Context {
 struct QuickCheck {
     running: bool,
     done: bool,
+    /// The DSE waits for the check and would run it.
+    helper_waiting: bool,
+    /// The DSE races and has not come to its wait yet (it waits for the APC's guide, which
+    /// comes just before the check).
+    helper_coming: bool,
+    /// The check, handed over to the waiting DSE until it takes it.
+    job: Option<Box<dyn FnOnce() -> bool + Send>>,
+    /// The check's answer (proved or not) when the DSE ran it.
+    helper_result: Option<bool>,
 }
+
+/// How long the apc engine waits for the DSE to take its quick check over before it runs the
+/// check itself (the DSE takes it at once when it is waiting; this covers its giving up).
+const QUICK_HAND_OVER_WAIT: Duration = Duration::from_millis(5);
 
 impl Context {
     pub fn new(native: Arc<NativeBuild>, deadline: Instant, cancel: Arc<AtomicBool>, seeds: Arc<SeedBoard>) -> Self {
@@ -322,6 +337,7 @@ impl Context {
             apc_solving_since: Mutex::new(None),
             apc_ended: AtomicBool::new(false),
             quick: Mutex::default(),
+            quick_changed: std::sync::Condvar::new(),
             late_started: Mutex::default(),
         }
     }
@@ -332,15 +348,63 @@ impl Context {
     /// build runs at a lower priority. `check` says whether it proved the target unreachable:
     /// then every engine is cancelled before the check counts as done, so that the DSE does
     /// not start (its solver context alone is 6 ms that the race would wait for).
-    pub fn quick_check(&self, check: impl FnOnce() -> bool) -> bool {
-        self.quick.lock().unwrap_or_else(|e| e.into_inner()).running = true;
-        let proved = check();
+    ///
+    /// **Where it runs.** When the DSE is already waiting for it, the check is handed to the
+    /// DSE's thread, which runs it and then searches in the same Z3 context: a context costs
+    /// 10-15 ms of page faults, and the DSE made its own only after the check, beside the
+    /// APC's race, whose contexts were being made at the same time (Hello: 18-34 ms from the
+    /// check's end to the DSE's first query). The apc engine makes its context at its next
+    /// query instead. Otherwise (no DSE, or it gave up waiting) and when `here` (the calling
+    /// thread has its context already, from the APC's build: nav_fig1_a17's check took 30 ms
+    /// there and 55 on the DSE's thread) the apc engine runs it itself.
+    pub fn quick_check(&self, here: bool, check: impl FnOnce() -> bool + Send + 'static) -> bool {
+        let mut q = self.quick.lock().unwrap_or_else(|e| e.into_inner());
+        q.running = true;
+        let hand_over = !here && crate::priority::tune("QUICK_HAND_OVER", 1) == 1;
+        if hand_over && q.helper_coming && !q.helper_waiting {
+            // The DSE gets the guide when the APC is built, just before this: a moment later
+            // it waits here.
+            q = self.quick_changed.wait_timeout_while(q, QUICK_HAND_OVER_WAIT, |q| q.helper_coming && !q.helper_waiting).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        let proved = if q.helper_waiting && hand_over {
+            tracing::debug!("quick check handed to the waiting DSE");
+            q.job = Some(Box::new(check));
+            self.quick_changed.notify_all();
+            let (mut q, _) =
+                self.quick_changed.wait_timeout_while(q, QUICK_HAND_OVER_WAIT, |q| q.job.is_some()).unwrap_or_else(|e| e.into_inner());
+            match q.job.take() {
+                // Not taken (the DSE gave up waiting meanwhile): run it here.
+                Some(job) => {
+                    drop(q);
+                    job()
+                }
+                None => {
+                    let q = self.quick_changed.wait_while(q, |q| q.helper_result.is_none()).unwrap_or_else(|e| e.into_inner());
+                    let proved = q.helper_result == Some(true);
+                    drop(q);
+                    proved
+                }
+            }
+        } else {
+            drop(q);
+            tracing::debug!("quick check on the apc engine's thread");
+            check()
+        };
         if proved {
             self.cancel_all();
         }
         let mut q = self.quick.lock().unwrap_or_else(|e| e.into_inner());
         (q.running, q.done) = (false, true);
+        self.quick_changed.notify_all();
         proved
+    }
+
+    /// Said by the race when the DSE races beside the apc engine (`true`), and by the DSE when
+    /// it ends before its wait for the quick check (`false`): while it is coming, the apc
+    /// engine waits a moment for it to take the check over.
+    pub fn quick_check_helper_coming(&self, coming: bool) {
+        self.quick.lock().unwrap_or_else(|e| e.into_inner()).helper_coming = coming;
+        self.quick_changed.notify_all();
     }
 
     /// Whether the apc engine's quick check is under way.
@@ -348,16 +412,43 @@ impl Context {
         self.quick.lock().unwrap_or_else(|e| e.into_inner()).running
     }
 
-    /// Waits (at most `at_most`) until the apc engine has done its quick check, when it races.
-    /// The DSE does, before it starts: at a lower priority beside the check it still took the
-    /// other core, and creating its solver context (thousands of page faults, which contend
-    /// with the check's in the kernel) made a 10 ms proof take 19 ms (TwoLoops: the portfolio
-    /// 0.027 s against 0.021 s waiting, medians of 9; DSE-won benchmarks unchanged).
+    /// Waits (at most `at_most`) until the apc engine has done its quick check, when it races,
+    /// and runs the check on this thread when the apc engine hands it over (see
+    /// [`Context::quick_check`]). The DSE does, before it starts: at a lower priority beside
+    /// the check it still took the other core, and creating its solver context (thousands of
+    /// page faults, which contend with the check's in the kernel) made a 10 ms proof take 19 ms
+    /// (TwoLoops: the portfolio 0.027 s against 0.021 s waiting, medians of 9; DSE-won
+    /// benchmarks unchanged).
     pub fn wait_for_quick_check(&self, at_most: Duration) {
         let until = Instant::now() + at_most;
-        while Instant::now() < until && !self.cancelled() && !self.apc_ended.load(Ordering::SeqCst) && !self.quick.lock().unwrap_or_else(|e| e.into_inner()).done {
-            std::thread::sleep(Duration::from_millis(1));
+        let mut q = self.quick.lock().unwrap_or_else(|e| e.into_inner());
+        q.helper_coming = false;
+        q.helper_waiting = true;
+        self.quick_changed.notify_all();
+        loop {
+            if let Some(job) = q.job.take() {
+                q.helper_waiting = false;
+                self.quick_changed.notify_all();
+                drop(q);
+                // A panic is the check's failure, not a proof; the apc engine waits for an answer.
+                let proved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or(false);
+                if proved {
+                    self.cancel_all();
+                }
+                let mut q = self.quick.lock().unwrap_or_else(|e| e.into_inner());
+                q.helper_result = Some(proved);
+                self.quick_changed.notify_all();
+                return;
+            }
+            let now = Instant::now();
+            if q.done || now >= until || self.cancelled() || self.apc_ended.load(Ordering::SeqCst) {
+                break;
+            }
+            // Woken by the hand-over or the end of the check; the apc engine's end and a
+            // cancel are seen within a millisecond.
+            q = self.quick_changed.wait_timeout(q, (until - now).min(Duration::from_millis(1))).unwrap_or_else(|e| e.into_inner()).0;
         }
+        q.helper_waiting = false;
     }
 
     /// Called by the apc engine when it has its APC and starts solving (its head start begins).
@@ -467,6 +558,11 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
     let mut results: Vec<(EngineKind, f64, EngineResult)> = vec![];
     let mut winner: Option<usize> = None;
     let kinds: Vec<EngineKind> = engines.iter().map(|e| e.kind()).collect();
+    // The DSE will take the apc engine's quick check over (see `Context::quick_check`); its
+    // thread may start after the APC is built, on two busy cores.
+    if kinds.contains(&EngineKind::Dse) && kinds.contains(&EngineKind::Apc) {
+        cx.quick_check_helper_coming(true);
+    }
     if !kinds.contains(&EngineKind::Apc) {
         cx.apc_ended.store(true, Ordering::SeqCst);
     }
@@ -545,6 +641,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
             cx.apc_ended.store(true, Ordering::SeqCst);
             // It may have ended before its quick check (no APC): nobody waits for it.
             cx.quick.lock().unwrap_or_else(|e| e.into_inner()).done = true;
+            cx.quick_changed.notify_all();
         }
         results.push(r);
         if definite && winner.is_none() {
@@ -716,7 +813,7 @@ mod tests {
             EngineKind::Apc
         }
         fn run(self: Box<Self>, cx: &Context) -> EngineResult {
-            assert!(cx.quick_check(|| true));
+            assert!(cx.quick_check(false, || true));
             std::thread::sleep(Duration::from_millis(50));
             EngineResult::new(Finding::Unreachable("proof".into()))
         }
@@ -767,5 +864,83 @@ mod tests {
         assert_eq!(EngineKind::parse_list("dse, apc,dse").unwrap(), vec![EngineKind::Dse, EngineKind::Apc]);
         assert!(EngineKind::parse_list("apc,klee").unwrap_err().contains("klee"));
         assert!(EngineKind::parse_list("").is_err());
+    }
+
+    fn bare_context() -> Arc<Context> {
+        let native = Arc::new(NativeBuild::unavailable("no program in this test"));
+        Arc::new(Context::new(native, Instant::now() + Duration::from_secs(60), Arc::default(), Arc::default()))
+    }
+
+    /// A DSE already waiting runs the quick check on its own thread (its Z3 context is then
+    /// the one it searches in), and the apc engine gets the answer; a proof cancels the race
+    /// before the DSE would start.
+    #[test]
+    fn a_waiting_dse_runs_the_quick_check_on_its_thread() {
+        for proves in [false, true] {
+            let cx = bare_context();
+            let helper = {
+                let cx = cx.clone();
+                std::thread::spawn(move || {
+                    cx.wait_for_quick_check(Duration::from_secs(10));
+                    (std::thread::current().id(), cx.cancelled())
+                })
+            };
+            while !cx.quick.lock().unwrap().helper_waiting {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let ran_on = Arc::new(Mutex::new(None));
+            let r = ran_on.clone();
+            let proved = cx.quick_check(false, move || {
+                *r.lock().unwrap() = Some(std::thread::current().id());
+                proves
+            });
+            let (helper_id, cancelled_when_it_returned) = helper.join().unwrap();
+            assert_eq!(proved, proves);
+            assert_eq!(*ran_on.lock().unwrap(), Some(helper_id), "the check ran on the waiting thread");
+            assert_eq!(cancelled_when_it_returned, proves, "a proof cancels the race before the DSE goes on");
+            assert!(cx.quick.lock().unwrap().done);
+        }
+    }
+
+    /// Without a waiting DSE the apc engine runs the check itself; a DSE that comes later
+    /// finds it done and does not wait.
+    #[test]
+    fn without_a_waiting_dse_the_quick_check_runs_on_the_apc_thread() {
+        let cx = bare_context();
+        let me = std::thread::current().id();
+        assert!(!cx.quick_check(false, move || {
+            assert_eq!(std::thread::current().id(), me);
+            false
+        }));
+        let t = Instant::now();
+        cx.wait_for_quick_check(Duration::from_secs(10));
+        assert!(t.elapsed() < Duration::from_secs(1));
+    }
+
+    /// A DSE that stopped waiting (its limit) before the check was handed over leaves it to
+    /// the apc engine.
+    #[test]
+    fn a_dse_that_stopped_waiting_leaves_the_check_to_the_apc_engine() {
+        let cx = bare_context();
+        cx.wait_for_quick_check(Duration::from_millis(5));
+        assert!(!cx.quick.lock().unwrap().helper_waiting);
+        let me = std::thread::current().id();
+        assert!(cx.quick_check(false, move || std::thread::current().id() == me));
+    }
+
+    /// A caller that has its Z3 context already keeps the check, DSE waiting or not.
+    #[test]
+    fn a_caller_with_a_context_keeps_the_quick_check() {
+        let cx = bare_context();
+        let helper = {
+            let cx = cx.clone();
+            std::thread::spawn(move || cx.wait_for_quick_check(Duration::from_secs(10)))
+        };
+        while !cx.quick.lock().unwrap().helper_waiting {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let me = std::thread::current().id();
+        assert!(cx.quick_check(true, move || std::thread::current().id() == me));
+        helper.join().unwrap();
     }
 }

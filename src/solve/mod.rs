@@ -184,8 +184,26 @@ enum SolverKind {
     Light,
 }
 
+thread_local! {
+    /// Whether this thread has used Z3 through this module (so its context exists).
+    static CONTEXT_MADE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Notes that the calling thread uses its Z3 context (see [`thread_has_context`]).
+fn note_context() {
+    CONTEXT_MADE.with(|c| c.set(true));
+}
+
+/// Whether the calling thread has already made its Z3 context here (a solver, a race query,
+/// an interruptible check): its next query then costs no context (6-15 ms of page faults).
+/// The apc engine keeps its quick check when its build has solved something already.
+pub fn thread_has_context() -> bool {
+    CONTEXT_MADE.with(|c| c.get())
+}
+
 impl SolverKind {
     fn solver(self, logic: Option<Logic>) -> z3::Solver {
+        note_context();
         match (self, logic) {
             (SolverKind::Portfolio, Some(logic)) => logic.solver(),
             (SolverKind::Portfolio, None) => z3::Solver::new(),
@@ -251,6 +269,7 @@ impl Logic {
     /// A solver of the calling thread's context for this logic (the default solver if Z3 does
     /// not know the logic).
     pub fn solver(self) -> z3::Solver {
+        note_context();
         z3::Solver::new_for_logic(self.name()).unwrap_or_else(z3::Solver::new)
     }
 }
@@ -261,6 +280,7 @@ impl Logic {
 /// array tactics take 150 ms. Slower than the default on some hard bit-vector instances: the
 /// APC's own queries keep the default.
 pub fn light_solver() -> z3::Solver {
+    note_context();
     z3::Tactic::new("smt").solver()
 }
 
@@ -319,6 +339,7 @@ fn check_minimising<T>(
         return interrupted(start);
     }
     let cpu = cpu_limit::thread_cpu_time();
+    note_context();
     let limit = timeout.map(|t| cpu_limit::CpuLimit::arm(&z3::Context::thread_local(), t));
     let result = solver.check();
     let out_of_budget = limit.is_some_and(|l| l.fired());
@@ -559,6 +580,7 @@ fn entered_may_check() -> bool {
     let Some(slot) = ENTERED.with(|e| e.borrow().clone()) else { return true };
     let announced = !matches!(slot.lock().unwrap_or_else(|e| e.into_inner()).state, WorkerState::Pending);
     if !announced {
+        note_context();
         return announce_running(&slot, &z3::Context::thread_local());
     }
     let stopped = slot.lock().unwrap_or_else(|e| e.into_inner()).stop;
@@ -727,7 +749,10 @@ pub fn check_horn(smtlib: &str, timeout: Duration, cancel: &std::sync::atomic::A
     static SPACER: std::sync::Once = std::sync::Once::new();
     SPACER.call_once(|| z3::set_global_param("fp.engine", "spacer"));
     let text = smtlib.to_string();
-    let work = move |_: &dyn Fn() -> bool| match z3::Solver::new_for_logic("HORN") {
+    let work = move |_: &dyn Fn() -> bool| match {
+        note_context();
+        z3::Solver::new_for_logic("HORN")
+    } {
         None => HornAnswer::Unknown("Z3 has no HORN logic".into()),
         Some(solver) => {
             solver.from_string(text);
@@ -762,6 +787,7 @@ pub fn in_worker<T: Send + 'static>(
     // Not one of the APC's solver workers (`set_worker_share`): its priority is its caller's
     // (a late prover's, `engine::Late`, stays low).
     let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
+        note_context();
         let ctx = z3::Context::thread_local();
         if !announce_running(&slot, &ctx) {
             return;
@@ -961,7 +987,8 @@ pub fn race_until<T: Send + 'static>(
             #[cfg(test)]
             race_tests::register_worker_thread();
             let _priority = WorkerPriority::enter();
-            let ctx = z3::Context::thread_local();
+            note_context();
+        let ctx = z3::Context::thread_local();
             let entry = run_racer(&pool, index, query, &slot, &ctx, &claimed, &extract);
             // The context goes with the thread (its thread-local destructor, once this closure
             // returned); `run_racer` marked the slot done, so nobody interrupts it any more.
@@ -1045,7 +1072,8 @@ pub fn race_until<T: Send + 'static>(
         });
         if let Some((index, query, slot)) = own {
             let _priority = WorkerPriority::enter_as_caller();
-            let ctx = z3::Context::thread_local();
+            note_context();
+        let ctx = z3::Context::thread_local();
             if let Some(entry) = run_racer(&pool, index, query, &slot, &ctx, &claimed, &extract) {
                 let _ = tx.send(entry);
             }

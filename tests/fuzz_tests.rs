@@ -50,6 +50,14 @@ impl Built {
         apc_llvm::engine::fuzz::fill_values(&apc_llvm::engine::fuzz::comparison_constants(&program))
     }
 
+    /// Fuzzes without seeds for up to 30 s and returns the confirmed witness (see
+    /// [`Built::confirmed`]) and the search's statistics; `name` labels the timing printed.
+    fn found_alone(&self, name: &str) -> (Witness, FuzzStats) {
+        let (end, stats, took) = self.fuzz(&[], &[], Duration::from_secs(30));
+        eprintln!("{name}: {took:?}, {stats:?}");
+        (self.confirmed(&end), stats)
+    }
+
     /// The witness of a `Reached`, after checking that a fresh replay enters the target.
     fn confirmed(&self, end: &FuzzEnd) -> Witness {
         let FuzzEnd::Reached(w) = end else { panic!("expected Reached, got {end:?}") };
@@ -75,9 +83,7 @@ int main(void) {
 #[test]
 fn string_compare_over_nondet_chars_is_reached_by_fuzzing_alone() {
     let b = build("hello", HELLO, "main");
-    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
-    eprintln!("hello: {took:?}, {stats:?}");
-    let w = b.confirmed(&end);
+    let (w, stats) = b.found_alone("hello");
     assert_eq!(&w.nondet[..5], &b"Hello".map(u64::from)[..]);
     assert!(stats.executions > 0 && stats.seeds_used == 0, "{stats:?}");
 }
@@ -93,9 +99,7 @@ void f(int a, long long b, short c) {
 }
 "#;
     let b = build("magic", src, "f");
-    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
-    eprintln!("magic: {took:?}, {stats:?}");
-    let w = b.confirmed(&end);
+    let (w, _) = b.found_alone("magic");
     assert_eq!(w.params[0], ParamInput::Int { name: "a".into(), width: 32, value: 0x7a3f19c2 });
     assert_eq!(w.params[1], ParamInput::Int { name: "b".into(), width: 64, value: (-4242424242i64) as u64 });
     assert_eq!(w.params[2], ParamInput::Int { name: "c".into(), width: 16, value: (-1234i16) as u16 as u64 });
@@ -114,9 +118,8 @@ fn libfuzzer_is_linked_shared_from_the_cache_and_statically_without_it() {
     let out = std::process::Command::new("/usr/lib/llvm-19/bin/llvm-readelf").arg("--needed-libs").arg(b.fuzzer.dir().join("fuzz")).output().unwrap();
     let needed = String::from_utf8_lossy(&out.stdout);
     assert!(needed.contains("libapcfuzz.so") && needed.contains("libc.so"), "{needed}");
-    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
-    eprintln!("hello_shared: {took:?}, {stats:?}");
-    assert_eq!(&b.confirmed(&end).nondet[..5], &b"Hello".map(u64::from)[..]);
+    let (w, _) = b.found_alone("hello_shared");
+    assert_eq!(&w.nondet[..5], &b"Hello".map(u64::from)[..]);
     // Without the cache: a static link, the same search.
     let p = c_program("hello_static", HELLO);
     let bc = compile_bitcode(&p);
@@ -159,9 +162,7 @@ int main(void) {
 }
 "#;
     let b = build("sizes", src, "main");
-    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
-    eprintln!("sizes: {took:?}, {stats:?}");
-    let w = b.confirmed(&end);
+    let (w, stats) = b.found_alone("sizes");
     assert_eq!(&w.nondet[..3], &[b'q' as u64, 0x31337, (-77777777777i64) as u64]);
     assert_eq!(stats.trace_runs, 0, "the hit's trace came with it: {stats:?}");
 }
@@ -327,9 +328,7 @@ void f(int x) {
 }
 "#;
     let b = build("globals", src, "f");
-    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
-    eprintln!("globals: {took:?}, {stats:?}");
-    let w = b.confirmed(&end);
+    let (w, _) = b.found_alone("globals");
     assert_eq!(w.params[0], ParamInput::Int { name: "x".into(), width: 32, value: 0x4d2c0 });
 }
 
@@ -396,9 +395,7 @@ int main(int argc, char **argv) {
 }
 "#;
     let b = build("argc", src, "main");
-    let (end, stats, took) = b.fuzz(&[], &[], Duration::from_secs(30));
-    eprintln!("argc: {took:?}, {stats:?}");
-    let w = b.confirmed(&end);
+    let (w, _) = b.found_alone("argc");
     assert_eq!(w.params[0], ParamInput::Int { name: "argc".into(), width: 32, value: 3 });
     assert_eq!(w.nondet, vec![99999]);
 }

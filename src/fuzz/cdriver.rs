@@ -270,7 +270,7 @@ static unsigned char *apc_buffer(int depth) {
     // Out of the run first: a CPU tick must not abandon the input while its trace is written.
     let _ = writeln!(
         out,
-        "void {TARGET_MARKER}(int id) {{\n  (void)id;\n  apc_in_run = 0;\n  if (apc_tracing) apc_note('H'); else {{ apc_calls[apc_ncalls < APC_MAX_CALLS ? apc_ncalls : APC_MAX_CALLS - 1] = 'H'; apc_write_all(apc_calls, apc_ncalls < APC_MAX_CALLS ? apc_ncalls + 1 : APC_MAX_CALLS); }}\n  __builtin_trap();\n}}"
+        "void {TARGET_MARKER}(int id) {{\n  (void)id;\n  apc_in_run = 0;\n  if (!apc_tracing) apc_write_all(apc_calls, apc_ncalls);\n  apc_write_all(\"H\", 1);\n  __builtin_trap();\n}}"
     );
     for name in spec.declared {
         if let Some(suffix) = name.strip_prefix("__VERIFIER_nondet_") {

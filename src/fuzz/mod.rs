@@ -371,21 +371,20 @@ impl Fuzzer {
             }
             args.extend(["-lm".as_ref(), "-lpthread".as_ref(), "-o".as_ref(), exe.as_os_str()]);
             let out = crate::replay::toolchain::link(&args, d)?;
-            let libraries = match (out.status.success(), shared) {
-                (true, Some(so)) => crate::replay::libraries::gather(&exe, &d.join("lib"), &[(SHARED_RUNTIME_NAME, so)]),
-                _ => Ok(vec![]),
-            };
-            match libraries {
-                Ok(libraries) if out.status.success() => {
-                    info!(elapsed = ?start.elapsed(), exe = %exe.display(), shared = shared.is_some(), "fuzzer built");
-                    return Ok(Fuzzer { dir, exe, layout, libraries, sessions: AtomicU32::new(0), keep_temps, carried: Default::default() });
-                }
-                Err(e) => {
-                    debug!("the fuzzer's shared libraries were not found, libFuzzer is linked statically: {e}");
-                    shared = None;
-                    continue;
-                }
-                Ok(_) => {}
+            if out.status.success() {
+                let libraries = match shared {
+                    None => vec![],
+                    Some(so) => match crate::replay::libraries::gather(&exe, &d.join("lib"), &[(SHARED_RUNTIME_NAME, so)]) {
+                        Ok(libraries) => libraries,
+                        Err(e) => {
+                            debug!("the fuzzer's shared libraries were not found, libFuzzer is linked statically: {e}");
+                            shared = None;
+                            continue;
+                        }
+                    },
+                };
+                info!(elapsed = ?start.elapsed(), exe = %exe.display(), shared = shared.is_some(), "fuzzer built");
+                return Ok(Fuzzer { dir, exe, layout, libraries, sessions: AtomicU32::new(0), keep_temps, carried: Default::default() });
             }
             let missing = crate::replay::stubs::undefined_in_link_errors(&String::from_utf8_lossy(&out.stderr));
             if missing.is_empty() && shared.is_some() {

@@ -6,7 +6,7 @@
 //! name (`DT_NEEDED`): they are found as the dynamic loader would find them in the default
 //! directories, copied once into the build directory, and hard-linked into every run's jail
 //! under the same absolute paths. The ELF headers are read in this process
-//! ([`super::elf::dynamic_needs`]); nothing of the program runs outside the sandbox. The
+//! ([`super::elf::dynamic_needs_of`]); nothing of the program runs outside the sandbox. The
 //! fuzzing executable links libFuzzer as a shared object of the toolchain cache, which is no
 //! system library: it is named to [`gather`] with where it is.
 

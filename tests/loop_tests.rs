@@ -584,6 +584,25 @@ fn nested_counting_loops_are_proved_without_quantifiers() {
     assert_eq!(r["verdict"], "reachable", "{r:#}");
 }
 
+/// The quick round: an APC that does not alternate quantifiers is asked once, exactly, in the
+/// quick check's context, and that answer is the first round's. A proof that needs the looping
+/// condition (`i > n` after `while (i < n) i++`) and a counting loop's smallest model (κ = 10
+/// for `i == 30`) come from it: the race, which would have raced the unfolding APC^K beside
+/// it (`solve_apc_k`), never runs.
+#[test]
+fn the_quick_round_answers_the_first_query_without_the_race() {
+    let r = reach("quick_round_proof", "void f(int n) { int i = 0; while (i < n) i++; if (n > 0 && i > n) reach_error(); }", "f", &["--engine", "apc"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("quantified APC"), "{r:#}");
+    assert!(r["timings"]["solve_apc"].as_f64().is_some(), "{r:#}");
+    assert!(r["timings"].get("solve_apc_k").is_none(), "the race ran: {r:#}");
+    let r = reach("quick_round_model", "void f(unsigned n) { unsigned i = 0; while (i < n) i += 3; if (i == 30) reach_error(); }", "f", &["--engine", "apc"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let counters: u64 = r["witness"]["counters"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(counters, 10, "{r:#}");
+    assert!(r["timings"].get("solve_apc_k").is_none(), "the race ran: {r:#}");
+}
+
 #[test]
 fn a_proof_without_the_looping_conditions_comes_from_the_quantifier_free_weakening() {
     // `i` grows by 4 from 0: after the loop i = 4·κ, never odd. The APC without its ∀τ looping

@@ -46,6 +46,19 @@ const SMALL_COUNT: u64 = 1 << 16;
 /// ai_listing3, 0.4 s under AddressSanitizer; replaying the large model would take seconds.
 const SMALL_COUNT_QUERY: Duration = Duration::from_millis(1500);
 
+/// Budget (CPU time) of the quick round: the APC itself, asked exactly in the quick check (see
+/// [`crate::engine::Context::quick_check`]), in the Z3 context the check already has, when it
+/// does not alternate quantifiers. Its answer is the first round's: a proof (`i < n` left
+/// with `i > n`: the quantified APC, decided in a millisecond) or a model (counting loops),
+/// without the race's contexts (10-15 ms of page faults each) beside the other engines. A
+/// hard APC spends it on the DSE's thread, while the DSE waits.
+const QUICK_ROUND_LIMIT: Duration = Duration::from_millis(30);
+/// How long the quick round may look for a smaller model after its first (see
+/// [`MINIMAL_ENOUGH`]): a model counts only when it is known to be the smallest (or small
+/// enough), else the race asks again with the whole budget for it. sv_nondet_loop's (κ = 100,
+/// the only count) takes 8 checks, 20-33 ms.
+const QUICK_ROUND_MINIMISE: Duration = Duration::from_millis(60);
+
 /// Path counters (and length parameters tied to buffers) whose sum in a model is at most this
 /// are left as they are; above it the solver is asked for the model with the smallest sum
 /// ([`solve::Objective`]): users read the witness and keep it as a regression test, and a loop
@@ -245,11 +258,27 @@ impl ApcSearch {
             proof: Option<&'static str>,
             abstraction_has_a_model: bool,
             timings: Vec<(&'static str, f64)>,
+            /// The answer of the first round's query, when the quick round gave one.
+            first_round: Option<Vec<solve::RaceEntry<ModelData>>>,
         }
         let weak = (apc.complete && has_quantifiers).then(|| crate::expr::without_quantifiers(Arc::make_mut(&mut pool), apc.formula));
+        // An APC that alternates quantifiers waits for the searches before its race (see
+        // `APC_YIELD`); any other is asked once more in the quick check, exactly, as the first
+        // round's query (see `QUICK_ROUND_LIMIT`).
+        let alternating = has_quantifiers && crate::expr::alternates_quantifiers(&pool, apc.formula);
+        let quick_round = (!alternating && crate::priority::tune("QUICK_ROUND", 1) == 1).then(|| {
+            let p = Arc::make_mut(&mut pool);
+            // As the loop below builds it the first time (no lemmas, nothing blocked yet).
+            let facts = p.and(std::iter::once(apc.formula));
+            let base = p.and(std::iter::once(facts).chain(hints.iter().copied()));
+            let objective = (!small_terms.is_empty()).then(|| solve::Objective { terms: small_terms.clone(), above: MINIMAL_ENOUGH, budget: QUICK_ROUND_MINIMISE });
+            (base, objective)
+        });
         let answer: Arc<std::sync::Mutex<QuickAnswer>> = Arc::default();
         let proved_quickly = {
             let (pool, formula, complete, cancel, answer) = (pool.clone(), apc.formula, apc.complete, cx.cancel.clone(), answer.clone());
+            let (extract, round_limit) = (extract.clone(), (cx.left() / 10).min(QUICK_ROUND_LIMIT));
+            let quick_round = quick_round.map(|(base, objective)| (base, objective.map(|o| solve::Objective { budget: o.budget.min(cx.left() / 10), ..o })));
             let (qf_limit, nonlinear_limit) = ((cx.left() / 10).min(QUANTIFIER_FREE_LIMIT), (cx.left() / 10).min(NONLINEAR_QUICK_LIMIT));
             cx.quick_check(solve::thread_has_context(), move || {
                 let mut a = answer.lock().unwrap_or_else(|e| e.into_inner());
@@ -278,10 +307,25 @@ impl ApcSearch {
                         Outcome::Unknown(_) => {}
                     }
                 }
+                if let Some((base, objective)) = quick_round.filter(|_| !cancel.load(std::sync::atomic::Ordering::Relaxed)) {
+                    // On this thread, in the context the checks above made.
+                    let stopped = || cancel.load(std::sync::atomic::Ordering::Relaxed);
+                    let answer = solve::check_small(&pool, base, round_limit, objective.as_ref(), &stopped, |m| extract(&pool, base, m));
+                    // A model counts only when it is known to be small (a loop run 1.8 billion
+                    // times where 34 would do, when the search for a smaller one was cut short):
+                    // else the race asks again, with the whole budget for it.
+                    if answer.outcome.is_definite() && answer.least {
+                        a.first_round = Some(vec![solve::RaceEntry { name: "solve_apc".into(), answer }]);
+                    } else {
+                        a.timings.push(("solve_apc", answer.seconds));
+                    }
+                }
                 false
             })
         };
-        let QuickAnswer { proof: quick_proof, abstraction_has_a_model, timings: quick_timings } = std::mem::take(&mut *answer.lock().unwrap_or_else(|e| e.into_inner()));
+        let QuickAnswer { proof: quick_proof, abstraction_has_a_model, timings: quick_timings, first_round } =
+            std::mem::take(&mut *answer.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut first_round = first_round;
         for (key, secs) in quick_timings {
             timing(out, key, secs);
         }
@@ -294,6 +338,16 @@ impl ApcSearch {
                 if query == SOLVE_NONLINEAR_UF { nonlinear_uf_description(has_quantifiers) } else { "even without its quantified looping conditions".to_string() },
                 strengthened(invariants)
             )));
+        }
+        // An APC that alternates quantifiers leaves the first moments to the searches (see
+        // `APC_YIELD`).
+        if alternating {
+            let at_most = Duration::from_millis(crate::priority::tune("APC_YIELD_MS", super::APC_YIELD.as_millis() as u64));
+            let waited = cx.yield_to_searches(at_most);
+            if !waited.is_zero() {
+                tracing::debug!(?waited, "the APC alternates quantifiers: its solvers waited for the searches");
+                timing(out, "apc_yield", waited.as_secs_f64());
+            }
         }
         let mut reason = String::new();
         loop {
@@ -348,7 +402,11 @@ impl ApcSearch {
             // Leave the solvers a little less than what is left now, for model extraction and
             // the report.
             let solver_budget = cx.left().saturating_sub(Duration::from_millis(150)).max(Duration::from_millis(50));
-            let results = solve::race_until(pool.clone(), queries, solver_budget, extract.clone(), &cx.cancel);
+            // The first round's query may have been answered in the quick check already.
+            let results = match first_round.take() {
+                Some(results) => results,
+                None => solve::race_until(pool.clone(), queries, solver_budget, extract.clone(), &cx.cancel),
+            };
             for r in &results {
                 timing(out, &r.name, r.answer.seconds);
             }

@@ -245,6 +245,18 @@ const APC_SHARE: f64 = 0.1;
 /// quantified query. Its later rounds at a full share kept the fuzzer to a fifth of a core
 /// (eqcnt: 16 s in the portfolio, 0.7 s alone).
 const APC_SHARE_AFTER_A_MISS: f64 = APC_SHARE;
+/// How long the apc engine waits, after its quick check, before its solvers race, when its
+/// APC alternates quantifiers (∀τ2 … ∃κ1 … ∀τ1: nested loops over memory) and a witness
+/// search races beside it. Z3 decided no such APC of `c-benchmarks/` within 0.6 s (Hello 0.7 s
+/// alone, HW 1.8, running_example 0.64, the others not at all), while the race's Z3 contexts
+/// (10-15 ms of page faults each) and solvers landed in the first tens of milliseconds in
+/// which the DSE decides small programs: Hello 0.13 s in the portfolio against 0.07 for the
+/// DSE alone, 0.09 with the solvers 150 ms later. The quick check (the quantifier-free and
+/// uninterpreted APC: the proofs of such APCs, nav_fig1_a17's) is not delayed, nor are APCs
+/// without alternation (a single ∀ of counting loops: their models and proofs come within
+/// tens of milliseconds, often from the apc engine alone).
+const APC_YIELD: Duration = Duration::from_millis(100);
+
 /// Nice value of the apc engine's own thread (model extraction, unfolding, replays) beside a
 /// search once its first model missed.
 const APC_THREAD_YIELD_NICE: libc::c_int = 10;
@@ -300,6 +312,9 @@ pub struct Context {
     /// The [`Late`] engines that started (the others are not reported when the race ends
     /// before they return).
     late_started: Mutex<Vec<EngineKind>>,
+    /// The witness searches (DSE, fuzzing) racing and not yet returned (see
+    /// [`Context::yield_to_searches`]).
+    searches: std::sync::atomic::AtomicUsize,
 }
 
 /// See [`Context::quick_check`].
@@ -339,7 +354,20 @@ impl Context {
             quick: Mutex::default(),
             quick_changed: std::sync::Condvar::new(),
             late_started: Mutex::default(),
+            searches: Default::default(),
         }
+    }
+
+    /// Waits up to `at_most` while a witness search (DSE, fuzzing) still races, and returns
+    /// how long it waited: the apc engine does, before the race of its solvers, when its APC
+    /// alternates quantifiers (see [`APC_YIELD`]). Ends at once on a cancel and when the
+    /// searches stop (only a proof can then change the answer).
+    pub fn yield_to_searches(&self, at_most: Duration) -> Duration {
+        let start = Instant::now();
+        while start.elapsed() < at_most && self.searches.load(Ordering::SeqCst) > 0 && !self.search_cancelled() && !self.left().is_zero() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        start.elapsed()
     }
 
     /// Runs `check`, the apc engine's first query: a few milliseconds at most (the APC without
@@ -566,6 +594,8 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
     if !kinds.contains(&EngineKind::Apc) {
         cx.apc_ended.store(true, Ordering::SeqCst);
     }
+    let is_search = |k: &EngineKind| matches!(k, EngineKind::Dse | EngineKind::Fuzz);
+    cx.searches.store(kinds.iter().filter(|k| is_search(k)).count(), Ordering::SeqCst);
     let total = engines.len();
     // The engines running, with when they started and whether they join late.
     let mut started: Vec<(EngineKind, Instant, bool)> = vec![];
@@ -633,6 +663,9 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
             Err(_) => break,
         };
         let definite = r.2.finding.is_definite();
+        if is_search(&r.0) {
+            cx.searches.fetch_sub(1, Ordering::SeqCst);
+        }
         if definite && winner.is_none() {
             // Before `apc_ended` below: a late prover must not start on the apc engine's end.
             cx.cancel_all();
@@ -749,6 +782,44 @@ mod tests {
         let start = Instant::now();
         let r = race(engines, &cx);
         (r, start.elapsed())
+    }
+
+    /// The apc engine's yield (see [`APC_YIELD`]) lasts while a search races: until the DSE
+    /// returns here (30 ms), not its whole limit.
+    #[test]
+    fn the_apc_engine_yields_until_the_searches_return() {
+        struct Yielding(Arc<Mutex<Option<Duration>>>);
+        impl Engine for Yielding {
+            fn kind(&self) -> EngineKind {
+                EngineKind::Apc
+            }
+            fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+                *self.0.lock().unwrap() = Some(cx.yield_to_searches(Duration::from_secs(20)));
+                EngineResult::new(Finding::Unknown("yielded".into()))
+            }
+        }
+        let waited = Arc::new(Mutex::new(None));
+        let (r, _) = race_of(
+            vec![
+                Box::new(Yielding(waited.clone())),
+                Box::new(Scripted { kind: EngineKind::Dse, delay: Duration::from_millis(30), finding: || Finding::Unknown("gave up".into()) }),
+            ],
+            Duration::from_secs(60),
+        );
+        assert_eq!(r.winner, None);
+        let waited = waited.lock().unwrap().expect("the apc engine ran");
+        assert!(waited >= Duration::from_millis(25) && waited < Duration::from_secs(10), "{waited:?}");
+    }
+
+    #[test]
+    fn a_yield_ends_without_searches_and_on_a_cancel() {
+        let cx = bare_context();
+        assert!(cx.yield_to_searches(Duration::from_secs(20)) < Duration::from_secs(5), "no search races");
+        cx.searches.store(1, Ordering::SeqCst);
+        let waited = cx.yield_to_searches(Duration::from_millis(20));
+        assert!(waited >= Duration::from_millis(20), "a search races: the whole limit ({waited:?})");
+        cx.cancel.store(true, Ordering::SeqCst);
+        assert!(cx.yield_to_searches(Duration::from_secs(20)) < Duration::from_secs(5), "cancelled");
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod subst;
 pub use pool::{children as children_of, ExprPool};
 pub(crate) use pool::fold_cmp;
 pub use print::Printer;
-pub use subst::{mentions, quantified, visit, without_quantifiers, Substitution};
+pub use subst::{alternates_quantifiers, mentions, quantified, visit, without_quantifiers, Substitution};
 
 use crate::ir::IntPredicate;
 use std::sync::Arc;

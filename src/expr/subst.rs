@@ -103,6 +103,35 @@ pub fn quantified(pool: &ExprPool, e: ExprId) -> bool {
     found
 }
 
+/// Whether `e` alternates quantifiers: a ∃ inside a ∀, or a ∀ inside a ∃, counted after
+/// negations (¬∃ is a ∀). An APC over nested loops that read memory has such a formula
+/// (∀τ2 … ∃κ1 … ∀τ1), and Z3's quantifier instantiation rarely decides one within a
+/// second. Only a measure of cost, for scheduling: it never changes what is solved.
+pub fn alternates_quantifiers(pool: &ExprPool, e: ExprId) -> bool {
+    // (node, polarity, the kind of the innermost enclosing quantifier: `Some(true)` ∀).
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![(e, true, None::<bool>)];
+    while let Some((x, positive, inside)) = stack.pop() {
+        if !seen.insert((x, positive, inside)) {
+            continue;
+        }
+        let node = pool.get(x);
+        let (positive, inside) = match node {
+            super::Expr::Not(_) => (!positive, inside),
+            super::Expr::Forall(..) | super::Expr::Exists(..) => {
+                let universal = matches!(node, super::Expr::Forall(..)) == positive;
+                if inside.is_some_and(|outer| outer != universal) {
+                    return true;
+                }
+                (positive, Some(universal))
+            }
+            _ => (positive, inside),
+        };
+        stack.extend(children(node).into_iter().map(|c| (c, positive, inside)));
+    }
+    false
+}
+
 /// A quantifier-free weakening of `e`: every subformula with a quantifier that is not a
 /// Boolean connective (∧, ∨, ¬) is replaced by `true` where it occurs positively and by
 /// `false` where negatively, so `e` implies the result. An unsatisfiable weakening proves `e`
@@ -200,6 +229,36 @@ mod tests {
         assert_eq!(without_quantifiers(&mut p, small), small);
         let w = without_quantifiers(&mut p, all);
         assert_eq!(p.as_bool(w), Some(true));
+    }
+
+    #[test]
+    fn alternation_is_a_quantifier_of_the_other_kind_inside_one_after_negations() {
+        let mut p = ExprPool::new();
+        let x = p.symbol("x", Sort::Bv(32), SymbolKind::Input);
+        let t = p.symbol("τ1", Sort::Bv(32), SymbolKind::Tau(1));
+        let u = p.symbol("τ2", Sort::Bv(32), SymbolKind::Tau(2));
+        let tx = p.cmp(IntPredicate::Slt, t, x);
+        let ut = p.cmp(IntPredicate::Slt, u, t);
+        let inner = p.and([tx, ut]);
+        let some_u = p.exists(vec![u], inner);
+        let all_u = p.forall(vec![u], inner);
+        // ∀τ1 (τ1 < x): one quantifier
+        let flat = p.forall(vec![t], tx);
+        assert!(!alternates_quantifiers(&p, flat));
+        // ∀τ1 ∃τ2 (…): alternation
+        let e = p.forall(vec![t], some_u);
+        assert!(alternates_quantifiers(&p, e));
+        // ∀τ1 ∀τ2 (…): one block of universals
+        let e = p.forall(vec![t], all_u);
+        assert!(!alternates_quantifiers(&p, e));
+        // ∀τ1 ¬∀τ2 (…): the negated ∀ is an ∃
+        let not_all = p.not(all_u);
+        let e = p.forall(vec![t], not_all);
+        assert!(alternates_quantifiers(&p, e));
+        // ∀ and ∃ side by side, neither inside the other
+        let all_t = p.forall(vec![t], tx);
+        let e = p.and([all_t, some_u]);
+        assert!(!alternates_quantifiers(&p, e));
     }
 
     #[test]

@@ -125,6 +125,7 @@ impl Replayer {
 
     /// Builds the replay executable of `flavour`.
     pub fn build(loaded: &Loaded, keep_temps: bool, flavour: Flavour) -> Result<Replayer> {
+        let started = std::time::Instant::now();
         let mut dir = crate::scratch::tempdir("apc-replay-")?;
         if keep_temps {
             dir.disable_cleanup(true);
@@ -217,6 +218,7 @@ impl Replayer {
                 if flavour == Flavour::Sanitized {
                     rp.libraries = libraries::gather(&rp.exe, &rp.dir.path().join("lib"), &[])?;
                 }
+                debug!(elapsed = ?started.elapsed(), ?flavour, "replay program built");
                 return Ok(rp);
             }
             let missing = stubs::undefined_in_link_errors(&String::from_utf8_lossy(&out.stderr));

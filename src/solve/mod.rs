@@ -26,6 +26,10 @@ pub enum Outcome<T> {
 pub struct Answer<T> {
     pub outcome: Outcome<T>,
     pub seconds: f64,
+    /// For a model of a query with an [`Objective`]: whether it is known to be the least (or
+    /// small enough); `false` when the search for a smaller one was cut short. `true` for
+    /// every other answer.
+    pub least: bool,
 }
 
 impl<T> Outcome<T> {
@@ -161,6 +165,19 @@ pub fn check_portfolio<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, e
     check_until(pool, formula, SolverKind::Portfolio, false, Some(timeout), &|| false, extract)
 }
 
+/// [`check_portfolio`] (`timeout`: CPU time of its one check), and on a model, the search for
+/// one with a smaller `objective` (within the objective's own budget, after the check).
+pub fn check_small<T>(
+    pool: &ExprPool,
+    formula: ExprId,
+    timeout: Duration,
+    objective: Option<&Objective>,
+    stopped: &dyn Fn() -> bool,
+    mut extract: impl FnMut(&mut ModelView) -> T,
+) -> Answer<T> {
+    check_minimising(pool, formula, SolverKind::Portfolio, false, Some(timeout), objective, stopped, &|| {}, &mut extract)
+}
+
 /// Why a query with its nonlinear operations uninterpreted has no answer when it has a model.
 const ABSTRACTION_SATISFIABLE: &str = "the abstraction with uninterpreted nonlinear operations is satisfiable";
 
@@ -170,7 +187,7 @@ const ABSTRACTION_SATISFIABLE: &str = "the abstraction with uninterpreted nonlin
 pub fn check_abstraction(pool: &ExprPool, formula: ExprId, timeout: Duration) -> Answer<()> {
     let answer = check_until(pool, formula, SolverKind::Portfolio, true, Some(timeout), &|| false, |_| ());
     match answer.outcome {
-        Outcome::Unknown(why) if why == ABSTRACTION_SATISFIABLE => Answer { outcome: Outcome::Sat(()), seconds: answer.seconds },
+        Outcome::Unknown(why) if why == ABSTRACTION_SATISFIABLE => Answer { outcome: Outcome::Sat(()), seconds: answer.seconds, least: true },
         _ => answer,
     }
 }
@@ -322,7 +339,7 @@ fn check_minimising<T>(
     extract: &mut dyn FnMut(&mut ModelView) -> T,
 ) -> Answer<T> {
     let start = Instant::now();
-    let interrupted = |start: Instant| Answer { outcome: Outcome::Unknown("interrupted".into()), seconds: start.elapsed().as_secs_f64() };
+    let interrupted = |start: Instant| Answer { outcome: Outcome::Unknown("interrupted".into()), seconds: start.elapsed().as_secs_f64(), least: true };
     if stopped() || !entered_may_check() {
         return interrupted(start);
     }
@@ -346,6 +363,7 @@ fn check_minimising<T>(
     if timeout.is_some() {
         tracing::trace!(budget = ?timeout, cpu = ?cpu_limit::thread_cpu_time().saturating_sub(cpu), wall = ?start.elapsed(), out_of_budget, ?result, "check within a CPU budget");
     }
+    let mut least = true;
     let outcome = match result {
         // An interrupted solver can say sat and then have no model: that is no answer.
         z3::SatResult::Sat if stopped() || out_of_budget => Outcome::Unknown("interrupted".into()),
@@ -358,7 +376,9 @@ fn check_minimising<T>(
                 match objective {
                     Some(o) => {
                         minimising();
-                        Outcome::Sat(minimise(&solver, view, first, o, stopped, extract))
+                        let (model, proved) = minimise(&solver, view, first, o, stopped, extract);
+                        least = proved;
+                        Outcome::Sat(model)
                     }
                     None => Outcome::Sat(first),
                 }
@@ -370,12 +390,13 @@ fn check_minimising<T>(
             Outcome::Unknown(solver.get_reason_unknown().unwrap_or_else(|| "unknown".into()))
         }
     };
-    Answer { outcome, seconds: start.elapsed().as_secs_f64() }
+    Answer { outcome, seconds: start.elapsed().as_secs_f64(), least }
 }
 
 /// The search of [`Objective`]: `view` is the solver's first model and `first` what `extract`
 /// made of it. Every check is incremental (push, bound, check, pop) and has the budget left as its
 /// timeout; a timeout, an interrupt or an unknown ends the search with the best model so far.
+/// Also says whether that model is known to be the least (or small enough).
 fn minimise<T>(
     solver: &z3::Solver,
     view: ModelView,
@@ -383,17 +404,17 @@ fn minimise<T>(
     objective: &Objective,
     stopped: &dyn Fn() -> bool,
     extract: &mut dyn FnMut(&mut ModelView) -> T,
-) -> T {
+) -> (T, bool) {
     let ModelView { model, mut tr } = view;
     let terms: Vec<BV> = objective.terms.iter().filter_map(|&t| tr.translate(t).as_bv()).collect();
-    let Some(bounded) = BoundedSum::new(&terms) else { return first };
+    let Some(bounded) = BoundedSum::new(&terms) else { return (first, true) };
     let hi = bounded.value(&model);
     if hi <= objective.above {
-        return first;
+        return (first, true);
     }
     let mut best = first;
     let mut tr = Some(tr);
-    least_value(hi, objective.budget, stopped, |s, left| {
+    let (_, proved) = least_value(hi, objective.budget, stopped, |s, left| {
         let mut params = z3::Params::new();
         params.set_u32("timeout", left.as_millis().clamp(1, u32::MAX as u128) as u32);
         solver.set_params(&params);
@@ -418,7 +439,7 @@ fn minimise<T>(
         solver.pop(1);
         probe
     });
-    best
+    (best, proved)
 }
 
 /// A sum of unsigned bit-vector terms taken 8 bits wider than the widest term, so that it
@@ -465,8 +486,9 @@ pub enum Probe {
 /// The search for the least value with a model, given one with value `hi`: probes at most
 /// s = 0, 1, 3, 7, ... up to the first model, then bisects between the largest value known to
 /// have none and the smallest found, for at most `budget` (each probe gets what is left).
-/// Returns the smallest value found.
-pub fn least_value(mut hi: u64, budget: Duration, stopped: &dyn Fn() -> bool, mut probe: impl FnMut(u64, Duration) -> Probe) -> u64 {
+/// Returns the smallest value found, and whether it is proved the least (every value below it
+/// had no model).
+pub fn least_value(mut hi: u64, budget: Duration, stopped: &dyn Fn() -> bool, mut probe: impl FnMut(u64, Duration) -> Probe) -> (u64, bool) {
     let started = Instant::now();
     let end = started + budget;
     // Every value below `lo` is known to have no model; `hi` has one.
@@ -494,7 +516,7 @@ pub fn least_value(mut hi: u64, budget: Duration, stopped: &dyn Fn() -> bool, mu
         }
     }
     tracing::debug!(checks, smallest = hi, proved_least = lo, seconds = started.elapsed().as_secs_f64(), "objective minimised");
-    hi
+    (hi, lo >= hi)
 }
 
 /// The Z3 context of one racing worker, as seen by the thread that interrupts it.
@@ -1578,11 +1600,11 @@ mod race_tests {
             asked.push(s);
             if s >= 34 { Probe::Found(s.min(50)) } else { Probe::Empty }
         });
-        assert_eq!(least, 34);
+        assert_eq!(least, (34, true));
         assert_eq!(&asked[..7], &[0, 1, 3, 7, 15, 31, 63]);
         assert!(asked.len() <= 7 + 6, "{asked:?}");
         let least = least_value(1000, Duration::from_secs(5), &|| false, |s, _| if s >= 500 { Probe::Found(s) } else if s < 100 { Probe::Empty } else { Probe::Unknown });
-        assert_eq!(least, 1000, "the first unknown (at 127) ends the search");
+        assert_eq!(least, (1000, false), "the first unknown (at 127) ends the search, the least unknown");
     }
 
     /// A race that ends while its winner is still minimising (a probe that Z3 cannot decide)

@@ -314,7 +314,10 @@ impl Fuzzer {
             if out.status.success() { Ok(()) } else { Err(Error::internal(format!("compiling the fuzzing driver failed: {}", first_error(&out.stderr)))) }
         };
         // The program (instrumented, then its symbols renamed) and the driver compile at once
-        // on two cores; then one static link, with lld when it is installed.
+        // on two cores; then one static link, with lld when it is installed. The program's
+        // code generation runs on this thread, the one whose priority drops while the APC's
+        // quick check runs (`engine::fuzz`); on a thread of its own it kept the base priority
+        // (the driver's compile is mostly a hit of the toolchain cache).
         let program = || -> Result<()> {
             // In this process first (see `codegen::compile_fuzz_object`); clang and objcopy when
             // that fails.
@@ -353,7 +356,7 @@ impl Fuzzer {
             let out = run_tool(&objcopy, &args, d)?;
             if out.status.success() { Ok(()) } else { Err(Error::internal(format!("{} failed: {}", objcopy.display(), first_error(&out.stderr)))) }
         };
-        crate::replay::at_once(program, || build_driver(&stubbed))?;
+        crate::replay::at_once(|| build_driver(&stubbed), program)?;
         // libFuzzer as the shared object of the toolchain cache when there is one (a link of
         // about 10 ms instead of 50; its libraries then go into every session's jail), else
         // linked statically.

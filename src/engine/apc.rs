@@ -280,7 +280,7 @@ impl ApcSearch {
             let (extract, round_limit) = (extract.clone(), (cx.left() / 10).min(QUICK_ROUND_LIMIT));
             let quick_round = quick_round.map(|(base, objective)| (base, objective.map(|o| solve::Objective { budget: o.budget.min(cx.left() / 10), ..o })));
             let (qf_limit, nonlinear_limit) = ((cx.left() / 10).min(QUANTIFIER_FREE_LIMIT), (cx.left() / 10).min(NONLINEAR_QUICK_LIMIT));
-            cx.quick_check(solve::thread_has_context(), move || {
+            cx.quick_check(solve::thread_has_context(), move |proving| {
                 let mut a = answer.lock().unwrap_or_else(|e| e.into_inner());
                 if !complete || cancel.load(std::sync::atomic::Ordering::Relaxed) {
                     return false;
@@ -307,6 +307,9 @@ impl ApcSearch {
                         Outcome::Unknown(_) => {}
                     }
                 }
+                // What follows looks for a model as much as for a proof: the fuzzing build no
+                // longer yields to it.
+                proving.store(false, std::sync::atomic::Ordering::SeqCst);
                 if let Some((base, objective)) = quick_round.filter(|_| !cancel.load(std::sync::atomic::Ordering::Relaxed)) {
                     // On this thread, in the context the checks above made.
                     let stopped = || cancel.load(std::sync::atomic::Ordering::Relaxed);

@@ -309,6 +309,9 @@ pub struct Context {
     quick: Mutex<QuickCheck>,
     /// Signals changes of `quick` (a hand-over, its answer, the check's end).
     quick_changed: std::sync::Condvar,
+    /// Set while the quick check's proof attempts run (the check clears it before its quick
+    /// round, see `engine::apc`): the fuzzing build yields only to them.
+    quick_proving: Arc<AtomicBool>,
     /// The [`Late`] engines that started (the others are not reported when the race ends
     /// before they return).
     late_started: Mutex<Vec<EngineKind>>,
@@ -353,6 +356,7 @@ impl Context {
             apc_ended: AtomicBool::new(false),
             quick: Mutex::default(),
             quick_changed: std::sync::Condvar::new(),
+            quick_proving: Arc::default(),
             late_started: Mutex::default(),
             searches: Default::default(),
         }
@@ -385,7 +389,14 @@ impl Context {
     /// query instead. Otherwise (no DSE, or it gave up waiting) and when `here` (the calling
     /// thread has its context already, from the APC's build: nav_fig1_a17's check took 30 ms
     /// there and 55 on the DSE's thread) the apc engine runs it itself.
-    pub fn quick_check(&self, here: bool, check: impl FnOnce() -> bool + Send + 'static) -> bool {
+    ///
+    /// `check` gets a flag that is set while it attempts its proofs: it clears it when it goes
+    /// on to work that is no proof attempt (the quick round's model), and the fuzzing build
+    /// then no longer yields to it ([`Context::quick_check_running`]).
+    pub fn quick_check(&self, here: bool, check: impl FnOnce(&AtomicBool) -> bool + Send + 'static) -> bool {
+        let proving = self.quick_proving.clone();
+        proving.store(true, Ordering::SeqCst);
+        let check = move || check(&proving);
         let mut q = self.quick.lock().unwrap_or_else(|e| e.into_inner());
         q.running = true;
         let hand_over = !here && crate::priority::tune("QUICK_HAND_OVER", 1) == 1;
@@ -421,6 +432,7 @@ impl Context {
         if proved {
             self.cancel_all();
         }
+        self.quick_proving.store(false, Ordering::SeqCst);
         let mut q = self.quick.lock().unwrap_or_else(|e| e.into_inner());
         (q.running, q.done) = (false, true);
         self.quick_changed.notify_all();
@@ -435,9 +447,9 @@ impl Context {
         self.quick_changed.notify_all();
     }
 
-    /// Whether the apc engine's quick check is under way.
+    /// Whether the apc engine's quick check is under way, attempting its proofs.
     pub fn quick_check_running(&self) -> bool {
-        self.quick.lock().unwrap_or_else(|e| e.into_inner()).running
+        self.quick.lock().unwrap_or_else(|e| e.into_inner()).running && self.quick_proving.load(Ordering::SeqCst)
     }
 
     /// Waits (at most `at_most`) until the apc engine has done its quick check, when it races,
@@ -893,7 +905,7 @@ mod tests {
             EngineKind::Apc
         }
         fn run(self: Box<Self>, cx: &Context) -> EngineResult {
-            assert!(cx.quick_check(false, || true));
+            assert!(cx.quick_check(false, |_| true));
             std::thread::sleep(Duration::from_millis(50));
             EngineResult::new(Finding::Unreachable("proof".into()))
         }
@@ -970,7 +982,7 @@ mod tests {
             }
             let ran_on = Arc::new(Mutex::new(None));
             let r = ran_on.clone();
-            let proved = cx.quick_check(false, move || {
+            let proved = cx.quick_check(false, move |_| {
                 *r.lock().unwrap() = Some(std::thread::current().id());
                 proves
             });
@@ -988,7 +1000,7 @@ mod tests {
     fn without_a_waiting_dse_the_quick_check_runs_on_the_apc_thread() {
         let cx = bare_context();
         let me = std::thread::current().id();
-        assert!(!cx.quick_check(false, move || {
+        assert!(!cx.quick_check(false, move |_| {
             assert_eq!(std::thread::current().id(), me);
             false
         }));
@@ -1005,10 +1017,26 @@ mod tests {
         cx.wait_for_quick_check(Duration::from_millis(5));
         assert!(!cx.quick.lock().unwrap().helper_waiting);
         let me = std::thread::current().id();
-        assert!(cx.quick_check(false, move || std::thread::current().id() == me));
+        assert!(cx.quick_check(false, move |_| std::thread::current().id() == me));
     }
 
     /// A caller that has its Z3 context already keeps the check, DSE waiting or not.
+    /// The fuzzing build yields to the quick check's proof attempts only: not to its quick
+    /// round (a model search as much as a proof), nor once the check is done.
+    #[test]
+    fn the_quick_check_counts_as_running_while_it_attempts_proofs() {
+        let cx = bare_context();
+        assert!(!cx.quick_check_running());
+        let inner = cx.clone();
+        let seen = cx.quick_check(true, move |proving| {
+            let before = inner.quick_check_running();
+            proving.store(false, Ordering::SeqCst);
+            before && !inner.quick_check_running()
+        });
+        assert!(seen, "running while proving, not after");
+        assert!(!cx.quick_check_running());
+    }
+
     #[test]
     fn a_caller_with_a_context_keeps_the_quick_check() {
         let cx = bare_context();
@@ -1020,7 +1048,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         let me = std::thread::current().id();
-        assert!(cx.quick_check(true, move || std::thread::current().id() == me));
+        assert!(cx.quick_check(true, move |_| std::thread::current().id() == me));
         helper.join().unwrap();
     }
 }

@@ -271,14 +271,14 @@ impl ApcSearch {
             // As the loop below builds it the first time (no lemmas, nothing blocked yet).
             let facts = p.and(std::iter::once(apc.formula));
             let base = p.and(std::iter::once(facts).chain(hints.iter().copied()));
-            let objective = (!small_terms.is_empty()).then(|| solve::Objective { terms: small_terms.clone(), above: MINIMAL_ENOUGH, budget: QUICK_ROUND_MINIMISE });
+            let budget = QUICK_ROUND_MINIMISE.min(cx.left() / 10);
+            let objective = (!small_terms.is_empty()).then(|| solve::Objective { terms: small_terms.clone(), above: MINIMAL_ENOUGH, budget });
             (base, objective)
         });
         let answer: Arc<std::sync::Mutex<QuickAnswer>> = Arc::default();
         let proved_quickly = {
             let (pool, formula, complete, cancel, answer) = (pool.clone(), apc.formula, apc.complete, cx.cancel.clone(), answer.clone());
             let (extract, round_limit) = (extract.clone(), (cx.left() / 10).min(QUICK_ROUND_LIMIT));
-            let quick_round = quick_round.map(|(base, objective)| (base, objective.map(|o| solve::Objective { budget: o.budget.min(cx.left() / 10), ..o })));
             let (qf_limit, nonlinear_limit) = ((cx.left() / 10).min(QUANTIFIER_FREE_LIMIT), (cx.left() / 10).min(NONLINEAR_QUICK_LIMIT));
             cx.quick_check(solve::thread_has_context(), move |proving| {
                 let mut a = answer.lock().unwrap_or_else(|e| e.into_inner());
@@ -326,9 +326,8 @@ impl ApcSearch {
                 false
             })
         };
-        let QuickAnswer { proof: quick_proof, abstraction_has_a_model, timings: quick_timings, first_round } =
+        let QuickAnswer { proof: quick_proof, abstraction_has_a_model, timings: quick_timings, mut first_round } =
             std::mem::take(&mut *answer.lock().unwrap_or_else(|e| e.into_inner()));
-        let mut first_round = first_round;
         for (key, secs) in quick_timings {
             timing(out, key, secs);
         }

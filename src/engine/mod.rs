@@ -608,8 +608,15 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
     if !kinds.contains(&EngineKind::Apc) {
         cx.apc_ended.store(true, Ordering::SeqCst);
     }
+    // The witness searches still racing (see `Context::yield_to_searches`), counted down as
+    // they return.
     let is_search = |k: &EngineKind| matches!(k, EngineKind::Dse | EngineKind::Fuzz);
     cx.searches.store(kinds.iter().filter(|k| is_search(k)).count(), Ordering::SeqCst);
+    let returned = |kind: EngineKind| {
+        if is_search(&kind) {
+            cx.searches.fetch_sub(1, Ordering::SeqCst);
+        }
+    };
     let total = engines.len();
     // The engines running, with when they started and whether they join late.
     let mut started: Vec<(EngineKind, Instant, bool)> = vec![];
@@ -677,9 +684,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
             Err(_) => break,
         };
         let definite = r.2.finding.is_definite();
-        if is_search(&r.0) {
-            cx.searches.fetch_sub(1, Ordering::SeqCst);
-        }
+        returned(r.0);
         if definite && winner.is_none() {
             // Before `apc_ended` below: a late prover must not start on the apc engine's end.
             cx.cancel_all();
@@ -709,9 +714,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
     }
     // What has returned meanwhile, without waiting for the rest.
     while let Ok(r) = rx.try_recv() {
-        if is_search(&r.0) {
-            cx.searches.fetch_sub(1, Ordering::SeqCst);
-        }
+        returned(r.0);
         results.push(r);
     }
     // Those still stopping are left to end on their own (see `wait_for_stopping_engines`).
@@ -1020,7 +1023,6 @@ mod tests {
         assert!(cx.quick_check(false, move |_| std::thread::current().id() == me));
     }
 
-    /// A caller that has its Z3 context already keeps the check, DSE waiting or not.
     /// The fuzzing build yields to the quick check's proof attempts only: not to its quick
     /// round (a model search as much as a proof), nor once the check is done.
     #[test]
@@ -1037,6 +1039,7 @@ mod tests {
         assert!(!cx.quick_check_running());
     }
 
+    /// A caller that has its Z3 context already keeps the check, DSE waiting or not.
     #[test]
     fn a_caller_with_a_context_keeps_the_quick_check() {
         let cx = bare_context();

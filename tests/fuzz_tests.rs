@@ -2,7 +2,7 @@
 //! Every `Reached` witness is replayed again here by the real `Replayer`.
 
 mod common;
-use apc_llvm::fuzz::{constant_entries, CmpConstant, FuzzEnd, FuzzLimits, FuzzStats, Fuzzer};
+use apc_llvm::fuzz::{constant_entries, CmpConstant, FuzzEnd, FuzzLimits, FuzzStats, Fuzzer, Live};
 use apc_llvm::load::{self, TargetSpec};
 use apc_llvm::replay::Replayer;
 use apc_llvm::witness::{ParamInput, Witness};
@@ -214,6 +214,130 @@ void f(unsigned x) {{
     assert_eq!(w.params[0], ParamInput::Int { name: "x".into(), width: 32, value: x0 as u64 });
     assert_eq!(w.nondet[..5], [3, b'F' as u64, b'u' as u64, b'z' as u64, b'z' as u64], "calls of mixed sizes decoded by the trace");
     assert_eq!(stats.seeds_used, 1);
+}
+
+/// A program whose target needs `x` with a hash no fuzzer guesses (`mix(x0)`), then "Fuzz"
+/// in the characters; `nondet` picks where the characters come from: a buffer parameter (one
+/// input layout for every seed) or nondet calls after a nondet `unsigned` (calls of two sizes,
+/// whose seeds are traced before a search starts).
+fn hashed_then_fuzz(x0: u32, nondet: bool) -> String {
+    let body = if nondet {
+        "  if (__VERIFIER_nondet_uint() != 3) return;\n  char s[5];\n  for (int i = 0; i < 4; i++) s[i] = __VERIFIER_nondet_char();\n  s[4] = 0;\n"
+    } else {
+        ""
+    };
+    let params = if nondet { "unsigned x" } else { "unsigned x, const char *s" };
+    format!(
+        r#"
+#include <string.h>
+extern unsigned __VERIFIER_nondet_uint(void);
+extern char __VERIFIER_nondet_char(void);
+extern void reach_error(void);
+static unsigned mix(unsigned h) {{ h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16; return h; }}
+void f({params}) {{
+  if (mix(x) != {h}u) return;
+{body}  if (strncmp(s, "Fuzz", 4) == 0) reach_error();
+}}
+"#,
+        h = mix(x0)
+    )
+}
+
+/// A seed offered while libFuzzer runs goes into its corpus without a restart (the search
+/// ends `Reached`, not `Reseed`), and gets it past the hash it cannot guess.
+#[test]
+fn a_seed_offered_while_fuzzing_is_fed_to_the_running_fuzzer() {
+    let x0: u32 = 0x5eed_f00d;
+    let b = build("live_seed", &hashed_then_fuzz(x0, false), "f");
+    let seed = Witness {
+        params: vec![
+            ParamInput::Int { name: "x".into(), width: 32, value: x0 as u64 },
+            ParamInput::Buffer { name: "s".into(), bytes: vec![0; 8], pointees: vec![], front: 0 },
+        ],
+        nondet: vec![],
+    };
+    assert_eq!(b.replayer.run(&seed).unwrap().reached, None, "the seed itself misses");
+    let start = Instant::now();
+    let offered_after = Duration::from_millis(300);
+    let since = |known: usize| if start.elapsed() >= offered_after { vec![seed.clone()].split_off(known.min(1)) } else { vec![] };
+    let cancel = AtomicBool::new(false);
+    let replay = |w: &Witness| b.replayer.run(w).map(|o| o.reached.is_some()).unwrap_or(false);
+    let live = Live { seeds_since: Some(&since), nice: None };
+    let (end, stats) = b.fuzzer.search_live(&[], &[], &[], &FuzzLimits::until(start + Duration::from_secs(20)), &cancel, &replay, &live);
+    eprintln!("live seed: {:?}, {stats:?}", start.elapsed());
+    let w = b.confirmed(&end);
+    assert_eq!(w.params[0], ParamInput::Int { name: "x".into(), width: 32, value: x0 as u64 });
+    assert_eq!(stats.seeds_used, 1, "{stats:?}");
+}
+
+/// A seed the running libFuzzer cannot take (nondet calls of two sizes, which must be traced
+/// before its bytes are known) ends the search at once with `Reseed`; the next search starts
+/// from it and reaches the target.
+#[test]
+fn a_seed_that_needs_a_new_layout_ends_the_search_for_a_new_one() {
+    let x0: u32 = 0x1dea_5eed;
+    let b = build("reseed", &hashed_then_fuzz(x0, true), "f");
+    let seed = Witness { params: vec![ParamInput::Int { name: "x".into(), width: 32, value: x0 as u64 }], nondet: vec![3, 0, 0, 0, 0] };
+    let start = Instant::now();
+    let since = |known: usize| if start.elapsed() >= Duration::from_millis(300) { vec![seed.clone()].split_off(known.min(1)) } else { vec![] };
+    let cancel = AtomicBool::new(false);
+    let replay = |w: &Witness| b.replayer.run(w).map(|o| o.reached.is_some()).unwrap_or(false);
+    let live = Live { seeds_since: Some(&since), nice: None };
+    let deadline = start + Duration::from_secs(20);
+    let (end, _) = b.fuzzer.search_live(&[], &[], &[], &FuzzLimits::until(deadline), &cancel, &replay, &live);
+    assert!(matches!(end, FuzzEnd::Reseed), "{end:?}");
+    assert!(start.elapsed() < Duration::from_secs(5), "stopped {:?} after the seed came", start.elapsed());
+    let (end, stats) = b.fuzzer.search_live(std::slice::from_ref(&seed), &[], &[], &FuzzLimits::until(deadline), &cancel, &replay, &live);
+    let w = b.confirmed(&end);
+    assert_eq!(w.nondet[..5], [3, b'F' as u64, b'u' as u64, b'z' as u64, b'z' as u64]);
+    assert_eq!(stats.seeds_used, 1, "{stats:?}");
+}
+
+/// The running libFuzzer's scheduling group follows `Live::nice`, given how long it has gone
+/// without new coverage: here a program with little to cover is lowered once it has gained
+/// nothing for 300 ms.
+#[test]
+fn the_running_fuzzer_s_priority_follows_its_coverage() {
+    if std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled").map_or(true, |v| v.trim() != "1") {
+        eprintln!("skipped: no autogroups on this system");
+        return;
+    }
+    let src = "extern void reach_error(void);\nvoid f(unsigned long m) { if (m * m == 0xfffffffffffffffdUL) reach_error(); }\n";
+    let b = build("plateau", src, "f");
+    let asked = std::sync::Mutex::new(vec![]);
+    let nice = |quiet: Duration| {
+        let n = if quiet >= Duration::from_millis(300) { 13 } else { 0 };
+        asked.lock().unwrap().push(n);
+        n
+    };
+    let cancel = AtomicBool::new(false);
+    let replay = |_: &Witness| false;
+    let live = Live { seeds_since: None, nice: Some(&nice) };
+    // The group's nice value, read from outside while the search runs: the fuzzing
+    // executable's processes are those whose executable lies in this fuzzer's directory.
+    let dir = std::fs::canonicalize(b.fuzzer.dir()).unwrap();
+    let seen = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    std::thread::scope(|scope| {
+        let search = scope.spawn(|| b.fuzzer.search_live(&[], &[], &[], &FuzzLimits::until(Instant::now() + Duration::from_secs(3)), &cancel, &replay, &live));
+        while !search.is_finished() {
+            for pid in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+                let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+                if exe.starts_with(&dir) || exe.to_string_lossy().contains(&*dir.to_string_lossy()) {
+                    if let Some(n) = std::fs::read_to_string(format!("/proc/{pid}/autogroup")).ok().and_then(|t| t.split_whitespace().last()?.parse::<i32>().ok()) {
+                        seen.lock().unwrap().insert(n);
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (end, _) = search.join().unwrap();
+        assert!(matches!(end, FuzzEnd::GaveUp(_)), "{end:?}");
+    });
+    let asked = asked.into_inner().unwrap();
+    assert_eq!(asked.first(), Some(&0), "{asked:?}");
+    assert!(asked.contains(&13), "never lowered: {asked:?}");
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.contains(&0) && seen.contains(&13), "the run's group went through {seen:?}");
 }
 
 /// Twenty inputs, each inside the same narrow range: no single one adds coverage, and a

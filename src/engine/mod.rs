@@ -278,6 +278,11 @@ impl SeedBoard {
     pub fn snapshot(&self) -> Vec<Witness> {
         self.seeds.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
+
+    /// The seeds offered after the first `known` (in the order offered).
+    pub fn since(&self, known: usize) -> Vec<Witness> {
+        self.seeds.lock().unwrap_or_else(|e| e.into_inner()).get(known..).map(<[Witness]>::to_vec).unwrap_or_default()
+    }
 }
 
 /// What every engine shares. Owned (shared by `Arc`s), so that the race can end without

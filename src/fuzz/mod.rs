@@ -42,10 +42,11 @@ use crate::replay::driver::DriverSpec;
 use crate::replay::{first_error, run_tool, write, Limits};
 use crate::witness::Witness;
 use serde::Serialize;
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tracing::{debug, info};
 
 /// The seed used when the caller has no reason to pick another.
@@ -126,7 +127,30 @@ pub enum FuzzEnd {
     Reached(Witness),
     /// No replayed witness before the deadline or cancellation; the reason says which.
     GaveUp(String),
+    /// Stopped for seeds the running libFuzzer could not take (see [`Live::seeds_since`]): a
+    /// new search starts from them, on the corpus reached so far.
+    Reseed,
 }
+
+/// What a search is told while libFuzzer runs (see [`Fuzzer::search_live`]): no restart, so
+/// that the path it is on goes on (a restart runs the corpus again and takes libFuzzer down
+/// another path from its new seed: eqcnt's portfolio, restarted after its first 1.5 s, took
+/// 14-20 s in most runs where one uninterrupted run takes 2.3 s).
+#[derive(Default, Clone, Copy)]
+pub struct Live<'a> {
+    /// The seeds found since the search started: called with how many it has had (the first
+    /// ones are those it started from), it returns those after. Each goes into the running
+    /// libFuzzer's corpus, which rereads it once a second; one that needs another input layout
+    /// (pointer slots of another shape, nondet calls of several sizes to trace, or a longer
+    /// input than libFuzzer's `-max_len`) ends the search with [`FuzzEnd::Reseed`].
+    pub seeds_since: Option<&'a (dyn Fn(usize) -> Vec<Witness> + Sync)>,
+    /// The nice value of libFuzzer's scheduling group, given how long it has gone without new
+    /// coverage (its last `NEW` unit, or its start): applied to the running process.
+    pub nice: Option<&'a (dyn Fn(Duration) -> i32 + Sync)>,
+}
+
+/// How often a running search looks at [`Live`] (new seeds, libFuzzer's log, its priority).
+const STEER_INTERVAL: Duration = Duration::from_millis(50);
 
 /// The fuzzing executable of one analysed program, built once ([`Fuzzer::build`]); `Sync`:
 /// searches on several threads share it (each gets its own sandbox directory).
@@ -427,6 +451,21 @@ impl Fuzzer {
         cancel: &AtomicBool,
         replay: &(dyn Fn(&Witness) -> bool + Sync),
     ) -> (FuzzEnd, FuzzStats) {
+        self.search_live(seeds, dictionary, fills, limits, cancel, replay, &Live::default())
+    }
+
+    /// [`Fuzzer::search`], fed new seeds and steered in priority while it runs (see [`Live`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn search_live(
+        &self,
+        seeds: &[Witness],
+        dictionary: &[Vec<u8>],
+        fills: &[u64],
+        limits: &FuzzLimits,
+        cancel: &AtomicBool,
+        replay: &(dyn Fn(&Witness) -> bool + Sync),
+        live: &Live,
+    ) -> (FuzzEnd, FuzzStats) {
         let mut stats = FuzzStats::default();
         let start = Instant::now();
         let end = match Session::new(self, seeds) {
@@ -437,7 +476,7 @@ impl Fuzzer {
                     let mut c = self.carried.lock().unwrap_or_else(|e| e.into_inner());
                     if c.shape == shape { std::mem::take(&mut c.entries) } else { vec![] }
                 };
-                let end = s.search(seeds, dictionary, &carried, limits, cancel, replay, &mut stats).unwrap_or_else(|e| FuzzEnd::GaveUp(format!("fuzzing failed: {e}")));
+                let end = s.search(seeds, dictionary, &carried, limits, cancel, replay, live, &mut stats).unwrap_or_else(|e| FuzzEnd::GaveUp(format!("fuzzing failed: {e}")));
                 stats.trace_runs = s.traces;
                 // Kept for a next round only when this one may be followed by one.
                 let keep = !matches!(end, FuzzEnd::Reached(_)) && !cancel.load(Ordering::Relaxed);
@@ -479,7 +518,115 @@ struct Session {
     traces: u64,
 }
 
+/// What a search steering its running libFuzzer ([`Live`]) keeps between looks.
+struct Steering {
+    /// When it last looked (at most every [`STEER_INTERVAL`]).
+    last_look: Option<Instant>,
+    /// Bytes of the run's log read so far (up to its last whole line).
+    log_read: u64,
+    /// When the run last added coverage (a `NEW` line), or started.
+    last_new: Instant,
+    /// The nice value given to the run's scheduling group, if any.
+    nice: Option<i32>,
+    /// Seeds known: those the search started from and those fed since.
+    known: usize,
+    /// Seeds fed to the running libFuzzer.
+    fed: u64,
+    /// The modification time (whole seconds since the epoch) last given to the corpus
+    /// directory (see [`Session::feed`]).
+    stamp: u64,
+}
+
+impl Steering {
+    fn new(known: usize) -> Steering {
+        Steering { last_look: None, log_read: 0, last_new: Instant::now(), nice: None, known, fed: 0, stamp: 0 }
+    }
+
+    /// For a new libFuzzer run: a new log, a look at once, and a new scheduling group, which
+    /// the sandbox starts at this thread's nice value (or 0, a new group's, below it).
+    fn restart(&mut self) {
+        self.last_look = None;
+        self.log_read = 0;
+        self.last_new = Instant::now();
+        self.nice = Some(crate::priority::current().max(0));
+    }
+}
+
+/// The number of `NEW` lines (units that added coverage) in the log at `path` past `read`
+/// bytes, whose whole lines it then counts as read.
+fn new_units_in_log(path: &Path, read: &mut u64) -> usize {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else { return 0 };
+    let mut text = vec![];
+    if f.seek(SeekFrom::Start(*read)).is_err() || f.read_to_end(&mut text).is_err() {
+        return 0;
+    }
+    let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |k| k + 1);
+    *read += whole as u64;
+    text[..whole].split(|b| *b == b'\n').filter(|l| l.starts_with(b"#") && l.windows(5).any(|w| w == b"\tNEW ")).count()
+}
+
+/// Sets the nice value of the scheduling group (autogroup) of the session `pid` leads; false
+/// when the system refused (no autogroups, not allowed, or rate-limited: then again later).
+fn set_group_nice(pid: libc::pid_t, nice: i32) -> bool {
+    std::fs::write(format!("/proc/{pid}/autogroup"), format!("{nice}\n")).is_ok()
+}
+
 impl Session {
+    /// One look at the running libFuzzer (its init `pid`, its log at `log`): its priority
+    /// follows [`Live::nice`], and new seeds go into its corpus. `false`: a seed needs a new
+    /// search (see [`FuzzEnd::Reseed`]).
+    fn steer(&self, st: &mut Steering, live: &Live, pid: libc::pid_t, log: &Path, max_len: usize) -> bool {
+        let now = Instant::now();
+        if st.last_look.is_some_and(|t| now.duration_since(t) < STEER_INTERVAL) {
+            return true;
+        }
+        st.last_look = Some(now);
+        if let Some(nice) = live.nice {
+            if new_units_in_log(log, &mut st.log_read) > 0 {
+                st.last_new = now;
+            }
+            let want = nice(now.duration_since(st.last_new));
+            if st.nice != Some(want) && set_group_nice(pid, want) {
+                debug!(nice = want, "the fuzzer's priority changed");
+                st.nice = Some(want);
+            }
+        }
+        let Some(since) = live.seeds_since else { return true };
+        for w in since(st.known) {
+            let fits = (self.layout.uniform_calls || w.nondet.is_empty())
+                && self.layout.with_shapes_of(std::slice::from_ref(&w)).shape_words() == self.layout.shape_words();
+            let bytes = self.layout.encode_seed(&w, None);
+            if !fits || bytes.len() > max_len {
+                debug!(fits, len = bytes.len(), "a new seed needs a new fuzzing search");
+                return false;
+            }
+            match self.feed(&bytes, st) {
+                Ok(()) => st.fed += 1,
+                Err(e) => debug!("a new seed could not be fed to the fuzzer: {e}"),
+            }
+            st.known += 1;
+        }
+        true
+    }
+
+    /// Adds `bytes` to the running libFuzzer's corpus. libFuzzer (`-reload=1`) rereads the
+    /// corpus directory once a second, but only when the directory's modification time, in
+    /// whole seconds, is past the one it last saw, and then only the files not older than that:
+    /// the new file and the directory get a time past both the clock and the last one given.
+    /// The file is written aside and renamed in, so that it is never read half-written.
+    fn feed(&self, bytes: &[u8], st: &mut Steering) -> std::io::Result<()> {
+        let clock = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        st.stamp = (clock + 1).max(st.stamp + 1);
+        let stamp = std::fs::FileTimes::new().set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(st.stamp));
+        let aside = self.jail.join("t/live");
+        std::fs::write(&aside, bytes)?;
+        std::fs::File::options().write(true).open(&aside)?.set_times(stamp)?;
+        let corpus = self.jail.join("corpus");
+        std::fs::rename(&aside, corpus.join(format!("live-{:04}", st.fed + 1)))?;
+        std::fs::File::open(&corpus)?.set_times(stamp)
+    }
+
     fn new(fuzzer: &Fuzzer, seeds: &[Witness]) -> Result<Session> {
         let n = fuzzer.sessions.fetch_add(1, Ordering::Relaxed);
         let work = fuzzer.dir.path().join(format!("session{n}"));
@@ -521,7 +668,7 @@ impl Session {
         // A trace decides whether a found input is replayed: it may run a little past the
         // deadline (bounded by TRACE_WALL), never past cancellation.
         let deadline = deadline.max(Instant::now() + Duration::from_millis(500));
-        let out = sandbox::run(&self.jail, &args, limits, &log, deadline, cancel).map_err(|e| Error::internal(format!("fuzz trace: {e}")))?;
+        let out = sandbox::run(&self.jail, &args, limits, &log, deadline, cancel, None).map_err(|e| Error::internal(format!("fuzz trace: {e}")))?;
         let calls = trace_calls(&out.trace);
         let hit = out.trace.contains(&b'H');
         debug!(status = %out.status, calls = calls.len(), hit, "traced an input");
@@ -568,6 +715,7 @@ impl Session {
         limits: &FuzzLimits,
         cancel: &AtomicBool,
         replay: &(dyn Fn(&Witness) -> bool + Sync),
+        live: &Live,
         stats: &mut FuzzStats,
     ) -> Result<FuzzEnd> {
         // The corpus: one file per distinct seed encoding.
@@ -581,7 +729,8 @@ impl Session {
                 write(&self.jail.join(format!("corpus/seed-{:04}", encoded.len())), &bytes)?;
             }
         }
-        stats.seeds_used = encoded.len() as u64;
+        let seed_entries = encoded.len() as u64;
+        stats.seeds_used = seed_entries;
         // Constant-fill seeds (see `InputLayout::fill_seed`) after the models: cheap, and
         // libFuzzer runs every corpus entry once before it mutates.
         for v in &self.fills {
@@ -613,6 +762,8 @@ impl Session {
         if !dict_text.is_empty() {
             write(&self.jail.join("dict"), dict_text.as_bytes())?;
         }
+        let max_len = (2 * max_seed).max(4096);
+        let steer = RefCell::new(Steering::new(seeds.len()));
         let memory_mb = Limits::default().memory_bytes >> 20;
         let mut handled: BTreeSet<String> = BTreeSet::new();
         let mut crashes = 0u32;
@@ -640,8 +791,9 @@ impl Session {
                 format!("-timeout={INPUT_TIMEOUT_SECS}"),
                 format!("-rss_limit_mb={}", memory_mb * 3 / 4),
                 format!("-malloc_limit_mb={}", memory_mb / 2),
-                format!("-max_len={}", (2 * max_seed).max(4096)),
-                "-reload=0".into(),
+                format!("-max_len={max_len}"),
+                // Live seeds come as new files of the corpus directory (see `Session::feed`).
+                format!("-reload={}", u8::from(live.seeds_since.is_some())),
                 "-print_final_stats=1".into(),
             ];
             args.extend(own_signals());
@@ -652,8 +804,13 @@ impl Session {
             let run_limits = Limits { wall: remaining + Duration::from_secs(1), cpu_seconds: remaining.as_secs() + 2, ..Limits::default() };
             let log = self.log_path("fuzz");
             debug!(seed, ?remaining, "starting libFuzzer");
-            let out = sandbox::run(&self.jail, &args, run_limits, &log, limits.deadline, cancel)
+            steer.borrow_mut().restart();
+            let this = &*self;
+            let watch = |pid: libc::pid_t| this.steer(&mut steer.borrow_mut(), live, pid, &log, max_len);
+            let watching = live.seeds_since.is_some() || live.nice.is_some();
+            let out = sandbox::run(&self.jail, &args, run_limits, &log, limits.deadline, cancel, watching.then_some(&watch as &dyn Fn(libc::pid_t) -> bool))
                 .map_err(|e| Error::internal(format!("fuzzer: {e}")))?;
+            stats.seeds_used = seed_entries + steer.borrow().fed;
             let log_text = std::fs::read_to_string(&log).unwrap_or_default();
             let executed = executions_in(&log_text);
             stats.executions += executed;
@@ -710,6 +867,7 @@ impl Session {
             match out.stopped {
                 Some(sandbox::Stopped::Cancelled) => return Ok(FuzzEnd::GaveUp("cancelled".into())),
                 Some(sandbox::Stopped::Deadline) => continue,
+                Some(sandbox::Stopped::Asked) => return Ok(FuzzEnd::Reseed),
                 None => {}
             }
             if executed == 0 && new_artifacts == 0 && !out.status.starts_with("signal") {
@@ -758,6 +916,21 @@ mod tests {
         let named = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         let named = std::fs::canonicalize(&named).unwrap_or(named);
         assert_eq!(installed_runtime(&clang).map(|p| std::fs::canonicalize(&p).unwrap()), named.is_file().then_some(named));
+    }
+
+    /// Only whole `NEW` lines count, each once: a line still being written is read at the
+    /// next look.
+    #[test]
+    fn new_units_are_counted_from_whole_new_lines_of_the_log() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("fuzz1.log");
+        std::fs::write(&log, "INFO: Seed: 2\n#2\tINITED cov: 3\n#10\tNEW    cov: 4 ft: 5\n#12\tREDUCE cov: 4\n#40\tNE").unwrap();
+        let mut read = 0;
+        assert_eq!(new_units_in_log(&log, &mut read), 1);
+        assert_eq!(new_units_in_log(&log, &mut read), 0);
+        std::fs::write(&log, format!("{}W    cov: 6\n#64\tpulse  cov: 6\n#70\tNEW    cov: 7\n", std::fs::read_to_string(&log).unwrap())).unwrap();
+        assert_eq!(new_units_in_log(&log, &mut read), 2);
+        assert_eq!(new_units_in_log(&d.path().join("missing.log"), &mut read), 0);
     }
 
     #[test]

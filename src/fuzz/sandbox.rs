@@ -19,8 +19,16 @@ pub const EXE: &str = "fuzz";
 const INTERRUPT_GRACE: Duration = Duration::from_millis(100);
 
 /// Runs `dir/fuzz args...` confined to `dir`, with its stderr appended to `log`, until it ends,
-/// `deadline` passes or `cancel` is set.
-pub fn run(dir: &Path, args: &[String], limits: Limits, log: &Path, deadline: Instant, cancel: &AtomicBool) -> std::io::Result<JailOutcome> {
+/// `deadline` passes, `cancel` is set or `watch` (see [`Job::watch`]) returns `false`.
+pub fn run(
+    dir: &Path,
+    args: &[String],
+    limits: Limits,
+    log: &Path,
+    deadline: Instant,
+    cancel: &AtomicBool,
+    watch: Option<&dyn Fn(libc::pid_t) -> bool>,
+) -> std::io::Result<JailOutcome> {
     let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
     let job = Job {
         args,
@@ -29,6 +37,7 @@ pub fn run(dir: &Path, args: &[String], limits: Limits, log: &Path, deadline: In
         deadline: Some(deadline),
         cancel: Some(cancel),
         interrupt_grace: INTERRUPT_GRACE,
+        watch,
         ..Job::new(dir, EXE, limits)
     };
     execute(&job)
@@ -59,11 +68,33 @@ mod tests {
         let old = unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
         let never = AtomicBool::new(false);
         let started = Instant::now();
-        let r = run(d.path(), &[], Limits::default(), &d.path().join("log"), Instant::now() + Duration::from_millis(300), &never);
+        let r = run(d.path(), &[], Limits::default(), &d.path().join("log"), Instant::now() + Duration::from_millis(300), &never, None);
         unsafe { libc::signal(libc::SIGINT, old) };
         let r = r.unwrap();
         assert_eq!(r.stopped, Some(Stopped::Deadline), "{:?}", r.status);
         assert!(started.elapsed() < Duration::from_secs(5));
         assert!(!HANDLER_RAN.load(Ordering::SeqCst), "the init ran the analyser's SIGINT handler");
+    }
+
+    /// A watch that returns `false` stops the run as the deadline would, and is told the pid of
+    /// the run's init, which leads its session.
+    #[test]
+    fn a_watch_stops_the_run_when_it_says_so() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("spin.c");
+        std::fs::write(&src, "int main(void) { for (;;) {} }\n").unwrap();
+        let out = std::process::Command::new(crate::load::clang_path()).args(["-static", "-O0", "-w"]).arg(&src).arg("-o").arg(d.path().join(EXE)).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let started = Instant::now();
+        let leader = std::sync::Mutex::new(None);
+        let watch = |pid: libc::pid_t| {
+            *leader.lock().unwrap() = Some(unsafe { libc::getsid(pid) } == pid);
+            started.elapsed() < Duration::from_millis(200)
+        };
+        let never = AtomicBool::new(false);
+        let r = run(d.path(), &[], Limits::default(), &d.path().join("log"), Instant::now() + Duration::from_secs(20), &never, Some(&watch)).unwrap();
+        assert_eq!(r.stopped, Some(Stopped::Asked), "{:?}", r.status);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(*leader.lock().unwrap(), Some(true), "the watch gets the session leader");
     }
 }

@@ -365,6 +365,8 @@ fn cstring(p: &[u8]) -> std::io::Result<CString> {
 pub enum Stopped {
     Deadline,
     Cancelled,
+    /// The job's [`Job::watch`] asked for it.
+    Asked,
 }
 
 /// One sandboxed execution: `dir/exe args...` confined to `dir`.
@@ -392,6 +394,11 @@ pub struct Job<'a> {
     /// on write) every page of the analyser for the whole run: under a portfolio whose solver
     /// threads keep writing memory, a replay took 50–60 ms instead of 4.
     pub self_init: bool,
+    /// Called at each look at the running job (every few milliseconds) with the pid of its init
+    /// (its session leader: `/proc/PID/autogroup` is the run's scheduling group); `false` stops
+    /// the run as the deadline does. For steering a long run (the fuzzer's priority and new
+    /// corpus entries); it should return quickly.
+    pub watch: Option<&'a dyn Fn(libc::pid_t) -> bool>,
 }
 
 /// The argument that starts a self-init executable (see [`Job::self_init`]) as the init.
@@ -411,6 +418,7 @@ impl<'a> Job<'a> {
             cancel: None,
             interrupt_grace: Duration::ZERO,
             self_init: false,
+            watch: None,
         }
     }
 }
@@ -747,6 +755,11 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
             Some(Stopped::Cancelled)
         } else if job.deadline.is_some_and(|d| Instant::now() >= d) {
             Some(Stopped::Deadline)
+        } else if interrupted_at.is_some() {
+            // Asked by the watch: stopping goes on (the grace, then the kill).
+            stopped
+        } else if job.watch.is_some_and(|w| !w(pid)) {
+            Some(Stopped::Asked)
         } else {
             None
         };

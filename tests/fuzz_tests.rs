@@ -377,6 +377,25 @@ fn constant_fill_seeds_put_every_input_in_range_at_once() {
     eprintln!("all_in_range: reached in {took:?}, {stats:?}");
 }
 
+/// Nine cells equal to zero, counted over an array whose length is an input: no single cell
+/// adds coverage, the word fills put 9, 10 or 8 in every cell, and a zero-data seed (`n = 9`,
+/// the array zeros) is the witness in one execution.
+#[test]
+fn zero_data_seeds_count_the_default_cells() {
+    let src = "extern void reach_error(void);\nvoid f(const int *A, int n) { int c = 0; for (int i = 0; i < n; i++) if (A[i] == 0) c++; if (c == 9) reach_error(); }\n";
+    let b = build("zero_cells", src, "f");
+    let fills = b.fill_values("zero_cells", "f");
+    assert!(fills.contains(&9), "{fills:?}");
+    let layout = b.fuzzer.layout();
+    assert!(b.replayer.run(&layout.decode(&layout.zero_data_seed(9, 0), None)).unwrap().reached.is_some());
+    assert!(b.replayer.run(&layout.decode(&layout.fill_seed(9, 0), None)).unwrap().reached.is_none());
+    let (end, stats, took) = b.fuzz_filled(&[], &[], &fills, Duration::from_secs(20));
+    let w = b.confirmed(&end);
+    assert_eq!(w.params[1], ParamInput::Int { name: "n".into(), width: 32, value: 9 });
+    assert!(stats.executions < 1000, "found among the seeds, not by mutation: {stats:?}");
+    eprintln!("zero_cells: reached in {took:?}, {stats:?}");
+}
+
 /// Six `x`s in a buffer whose length the program bounds by 8: coverage cannot see the count
 /// grow, and the word fills put the character in one byte of four (and the length at 120). A
 /// byte fill of `'x'` beside the fill value 8 is the witness in one execution. (Whether

@@ -151,8 +151,8 @@ pub struct Live<'a> {
 
 /// How often a running search looks at [`Live`] (new seeds, libFuzzer's log, its priority).
 const STEER_INTERVAL: Duration = Duration::from_millis(50);
-/// How far into the future a live search's corpus directory is dated (see
-/// [`Session::date_corpus_ahead`]): past the end of any search.
+/// How far into the future a live search's corpus directory is dated before libFuzzer starts
+/// (see [`Session::feed`]): past the end of any search.
 const CORPUS_DATED_AHEAD: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// The fuzzing executable of one analysed program, built once ([`Fuzzer::build`]); `Sync`:
@@ -601,8 +601,7 @@ impl Session {
             // hides a fed file from its next reread (see `Session::feed`): the time is given
             // again at every look (once libFuzzer has read it, it is the time it last saw, and
             // hides nothing more).
-            let stamp = std::fs::FileTimes::new().set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(st.stamp));
-            if let Err(e) = std::fs::File::open(self.jail.join("corpus")).and_then(|d| d.set_times(stamp)) {
+            if let Err(e) = self.date_corpus(st.stamp) {
                 debug!("dating the fuzzing corpus: {e}");
             }
         }
@@ -626,8 +625,8 @@ impl Session {
     /// Adds `bytes` to the running libFuzzer's corpus. libFuzzer (`-reload=1`) rereads the
     /// corpus directory once a second, but only when the directory's modification time, in
     /// whole seconds, is past the one it last saw (at its start, then at each reread), and then
-    /// only the files not older than that. The directory starts in the future
-    /// ([`Session::date_corpus_ahead`]): libFuzzer's own new entries, which set its time to the
+    /// only the files not older than that. The directory starts [`CORPUS_DATED_AHEAD`] in the
+    /// future: libFuzzer's own new entries, which set its time to the
     /// clock's, are never reread (rerunning them changed its path: a program it reached in
     /// 6,195 inputs alone was not reached in 14,000 beside the other engines). Each fed file
     /// and the directory get the next second past the last one given. The file is written
@@ -638,20 +637,14 @@ impl Session {
         let aside = self.jail.join("t/live");
         std::fs::write(&aside, bytes)?;
         std::fs::File::options().write(true).open(&aside)?.set_times(stamp)?;
-        let corpus = self.jail.join("corpus");
-        std::fs::rename(&aside, corpus.join(format!("live-{:04}", st.fed + 1)))?;
-        std::fs::File::open(&corpus)?.set_times(stamp)
+        std::fs::rename(&aside, self.jail.join("corpus").join(format!("live-{:04}", st.fed + 1)))?;
+        self.date_corpus(st.stamp)
     }
 
-    /// Dates the corpus directory [`CORPUS_DATED_AHEAD`] into the future, before libFuzzer
-    /// starts: the time it first sees (see [`Session::feed`]). Returns that time (whole seconds
-    /// since the epoch).
-    fn date_corpus_ahead(&self) -> std::io::Result<u64> {
-        let clock = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let ahead = clock + CORPUS_DATED_AHEAD.as_secs();
-        let stamp = std::fs::FileTimes::new().set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(ahead));
-        std::fs::File::open(self.jail.join("corpus"))?.set_times(stamp)?;
-        Ok(ahead)
+    /// Dates the corpus directory `at` (whole seconds since the epoch; see [`Session::feed`]).
+    fn date_corpus(&self, at: u64) -> std::io::Result<()> {
+        let stamp = std::fs::FileTimes::new().set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(at));
+        std::fs::File::open(self.jail.join("corpus"))?.set_times(stamp)
     }
 
     fn new(fuzzer: &Fuzzer, seeds: &[Witness]) -> Result<Session> {
@@ -800,9 +793,8 @@ impl Session {
         }
         let max_len = (2 * max_seed).max(4096);
         let steer = RefCell::new(Steering::new(seeds.len()));
-        if live.seeds_since.is_some() {
-            steer.borrow_mut().stamp = self.date_corpus_ahead().map_err(|e| Error::internal(format!("dating the fuzzing corpus: {e}")))?;
-        }
+        let clock = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        steer.borrow_mut().stamp = clock + CORPUS_DATED_AHEAD.as_secs();
         let memory_mb = Limits::default().memory_bytes >> 20;
         let mut handled: BTreeSet<String> = BTreeSet::new();
         let mut crashes = 0u32;
@@ -844,6 +836,10 @@ impl Session {
             let log = self.log_path("fuzz");
             debug!(seed, ?remaining, "starting libFuzzer");
             steer.borrow_mut().restart();
+            if live.seeds_since.is_some() {
+                // The time libFuzzer starts from (see `Session::feed`), also after a restart.
+                self.date_corpus(steer.borrow().stamp).map_err(|e| Error::internal(format!("dating the fuzzing corpus: {e}")))?;
+            }
             let this = &*self;
             let watch = |pid: libc::pid_t| this.steer(&mut steer.borrow_mut(), live, pid, &log, max_len);
             let watching = live.seeds_since.is_some() || live.nice.is_some();

@@ -40,7 +40,7 @@ impl Built {
         let cancel = AtomicBool::new(false);
         let replay = |w: &Witness| self.replayer.run(w).map(|o| o.reached.is_some()).unwrap_or(false);
         let start = Instant::now();
-        let (end, stats) = self.fuzzer.search(seeds, dictionary, fills, &FuzzLimits::until(start + budget), &cancel, &replay);
+        let (end, stats) = self.fuzzer.search(seeds, dictionary, fills, &FuzzLimits::until(start + budget), &cancel, &replay, &Live::default());
         (end, stats, start.elapsed())
     }
 
@@ -263,7 +263,7 @@ fn a_seed_offered_while_fuzzing_is_fed_to_the_running_fuzzer() {
     let cancel = AtomicBool::new(false);
     let replay = |w: &Witness| b.replayer.run(w).map(|o| o.reached.is_some()).unwrap_or(false);
     let live = Live { seeds_since: Some(&since), nice: None };
-    let (end, stats) = b.fuzzer.search_live(&[], &[], &[], &FuzzLimits::until(start + Duration::from_secs(20)), &cancel, &replay, &live);
+    let (end, stats) = b.fuzzer.search(&[], &[], &[], &FuzzLimits::until(start + Duration::from_secs(20)), &cancel, &replay, &live);
     eprintln!("live seed: {:?}, {stats:?}", start.elapsed());
     let w = b.confirmed(&end);
     assert_eq!(w.params[0], ParamInput::Int { name: "x".into(), width: 32, value: x0 as u64 });
@@ -284,10 +284,10 @@ fn a_seed_that_needs_a_new_layout_ends_the_search_for_a_new_one() {
     let replay = |w: &Witness| b.replayer.run(w).map(|o| o.reached.is_some()).unwrap_or(false);
     let live = Live { seeds_since: Some(&since), nice: None };
     let deadline = start + Duration::from_secs(20);
-    let (end, _) = b.fuzzer.search_live(&[], &[], &[], &FuzzLimits::until(deadline), &cancel, &replay, &live);
+    let (end, _) = b.fuzzer.search(&[], &[], &[], &FuzzLimits::until(deadline), &cancel, &replay, &live);
     assert!(matches!(end, FuzzEnd::Reseed), "{end:?}");
     assert!(start.elapsed() < Duration::from_secs(5), "stopped {:?} after the seed came", start.elapsed());
-    let (end, stats) = b.fuzzer.search_live(std::slice::from_ref(&seed), &[], &[], &FuzzLimits::until(deadline), &cancel, &replay, &live);
+    let (end, stats) = b.fuzzer.search(std::slice::from_ref(&seed), &[], &[], &FuzzLimits::until(deadline), &cancel, &replay, &live);
     let w = b.confirmed(&end);
     assert_eq!(w.nondet[..5], [3, b'F' as u64, b'u' as u64, b'z' as u64, b'z' as u64]);
     assert_eq!(stats.seeds_used, 1, "{stats:?}");
@@ -318,7 +318,7 @@ fn the_running_fuzzer_s_priority_follows_its_coverage() {
     let dir = std::fs::canonicalize(b.fuzzer.dir()).unwrap();
     let seen = std::sync::Mutex::new(std::collections::BTreeSet::new());
     std::thread::scope(|scope| {
-        let search = scope.spawn(|| b.fuzzer.search_live(&[], &[], &[], &FuzzLimits::until(Instant::now() + Duration::from_secs(3)), &cancel, &replay, &live));
+        let search = scope.spawn(|| b.fuzzer.search(&[], &[], &[], &FuzzLimits::until(Instant::now() + Duration::from_secs(3)), &cancel, &replay, &live));
         while !search.is_finished() {
             for pid in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
                 let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
@@ -486,7 +486,7 @@ fn cancelling_stops_the_fuzzer() {
             std::thread::sleep(Duration::from_millis(700));
             cancel.store(true, std::sync::atomic::Ordering::Relaxed);
         });
-        b.fuzzer.search(&[], &[], &[], &FuzzLimits::until(start + Duration::from_secs(60)), &cancel, &replay)
+        b.fuzzer.search(&[], &[], &[], &FuzzLimits::until(start + Duration::from_secs(60)), &cancel, &replay, &Live::default())
     });
     assert!(matches!(&end, FuzzEnd::GaveUp(r) if r == "cancelled"), "{end:?}");
     assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());

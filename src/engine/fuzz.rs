@@ -188,7 +188,7 @@ impl Engine for FuzzEngine {
         while !cx.search_cancelled() && cx.left() > Duration::from_millis(300) {
             let seeds = cx.seeds.snapshot();
             let limits = FuzzLimits::until(cx.deadline);
-            let (end, stats) = fuzzer.search_live(&seeds, &self.dictionary, &self.fills, &limits, cx.search_cancel(), &replay, &live);
+            let (end, stats) = fuzzer.search(&seeds, &self.dictionary, &self.fills, &limits, cx.search_cancel(), &replay, &live);
             rounds += 1;
             executions += stats.executions;
             seeds_used = seeds_used.max(stats.seeds_used);

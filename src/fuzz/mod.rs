@@ -132,7 +132,7 @@ pub enum FuzzEnd {
     Reseed,
 }
 
-/// What a search is told while libFuzzer runs (see [`Fuzzer::search_live`]): no restart, so
+/// What a search is told while libFuzzer runs (see [`Fuzzer::search`]): no restart, so
 /// that the path it is on goes on (a restart runs the corpus again and takes libFuzzer down
 /// another path from its new seed: eqcnt's portfolio, restarted after its first 1.5 s, took
 /// 14-20 s in most runs where one uninterrupted run takes 2.3 s).
@@ -444,22 +444,10 @@ impl Fuzzer {
 
     /// Fuzzes from `seeds` (witnesses, replayed or not: each becomes a corpus entry) with
     /// `dictionary` entries (see [`constant_entries`]) until an input reaches the target and
-    /// `replay` confirms it, `limits.deadline` passes or `cancel` is set.
-    pub fn search(
-        &self,
-        seeds: &[Witness],
-        dictionary: &[Vec<u8>],
-        fills: &[u64],
-        limits: &FuzzLimits,
-        cancel: &AtomicBool,
-        replay: &(dyn Fn(&Witness) -> bool + Sync),
-    ) -> (FuzzEnd, FuzzStats) {
-        self.search_live(seeds, dictionary, fills, limits, cancel, replay, &Live::default())
-    }
-
-    /// [`Fuzzer::search`], fed new seeds and steered in priority while it runs (see [`Live`]).
+    /// `replay` confirms it, `limits.deadline` passes or `cancel` is set; fed new seeds and
+    /// steered in priority while it runs by `live` (`Live::default()`: neither).
     #[allow(clippy::too_many_arguments)]
-    pub fn search_live(
+    pub fn search(
         &self,
         seeds: &[Witness],
         dictionary: &[Vec<u8>],

@@ -58,13 +58,19 @@ mod tests {
     /// run's SIGINT reached it with a handler inherited from the analyser (Z3 installs one per
     /// query), the handler ran there, on the analyser's memory, and cancelled its running
     /// query. Here the analyser's handler sets a flag in that shared memory: it must stay unset.
-    #[test]
-    fn stopping_a_run_never_runs_the_analysers_signal_handlers() {
+    /// A directory holding, as the fuzzer, a static program that spins forever.
+    fn spinning() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         let src = d.path().join("spin.c");
         std::fs::write(&src, "int main(void) { for (;;) {} }\n").unwrap();
         let out = std::process::Command::new(crate::load::clang_path()).args(["-static", "-O0", "-w"]).arg(&src).arg("-o").arg(d.path().join(EXE)).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        d
+    }
+
+    #[test]
+    fn stopping_a_run_never_runs_the_analysers_signal_handlers() {
+        let d = spinning();
         let old = unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
         let never = AtomicBool::new(false);
         let started = Instant::now();
@@ -80,11 +86,7 @@ mod tests {
     /// the run's init, which leads its session.
     #[test]
     fn a_watch_stops_the_run_when_it_says_so() {
-        let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("spin.c");
-        std::fs::write(&src, "int main(void) { for (;;) {} }\n").unwrap();
-        let out = std::process::Command::new(crate::load::clang_path()).args(["-static", "-O0", "-w"]).arg(&src).arg("-o").arg(d.path().join(EXE)).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let d = spinning();
         let started = Instant::now();
         let leader = std::sync::Mutex::new(None);
         let watch = |pid: libc::pid_t| {

@@ -50,6 +50,14 @@ impl Built {
         apc_llvm::engine::fuzz::fill_values(&apc_llvm::engine::fuzz::comparison_constants(&program))
     }
 
+    /// The dictionary and constant-fill values the fuzz engine would use for `function` of
+    /// program `name`.
+    fn engine_inputs(&self, name: &str, function: &str) -> (Vec<Vec<u8>>, Vec<u64>) {
+        let program = apc_llvm::load::load(&self._program.dir.path().join(format!("{name}.bc")), function, &TargetSpec::Call("reach_error".into())).unwrap().program;
+        let constants = apc_llvm::engine::fuzz::comparison_constants(&program);
+        (apc_llvm::engine::fuzz::dictionary(&program, &constants), apc_llvm::engine::fuzz::fill_values(&constants))
+    }
+
     /// Fuzzes without seeds for up to 30 s and returns the confirmed witness (see
     /// [`Built::confirmed`]) and the search's statistics; `name` labels the timing printed.
     fn found_alone(&self, name: &str) -> (Witness, FuzzStats) {
@@ -338,6 +346,38 @@ fn the_running_fuzzer_s_priority_follows_its_coverage() {
     assert!(asked.contains(&13), "never lowered: {asked:?}");
     let seen = seen.into_inner().unwrap();
     assert!(seen.contains(&0) && seen.contains(&13), "the run's group went through {seen:?}");
+}
+
+/// The same seed takes libFuzzer down the same path on a busy machine: inputs that loop too
+/// long are cut after a number of loop iterations, not of CPU ticks, and reads past the
+/// buffers fault instead of reading the driver's counters. Two counters over arrays read up to
+/// a length from the input (most inputs read far past the buffers, many loop for long).
+#[test]
+fn fuzzing_repeats_under_load() {
+    let src = "extern void reach_error(void);\nvoid f(const int *A, const int *B, int n) { int a = 0, b = 0; for (int i = 0; i < n; i++) { if (A[i] == 7) a++; if (B[i] != 7) b++; } if (a == 4 && b == 3) reach_error(); }\n";
+    // A fuzzer each: a second search of the same one starts from the first one's corpus, with
+    // a libFuzzer seed of its own.
+    let a = build("repeats", src, "f");
+    let (dict, fills) = a.engine_inputs("repeats", "f");
+    let (end, quiet, _) = a.fuzz_filled(&[], &dict, &fills, Duration::from_secs(30));
+    a.confirmed(&end);
+    let b = build("repeats", src, "f");
+    let stop = AtomicBool::new(false);
+    let busy = std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        let out = b.fuzz_filled(&[], &dict, &fills, Duration::from_secs(60));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
+    });
+    b.confirmed(&busy.0);
+    eprintln!("repeats: {quiet:?} then, busy, {:?}", busy.1);
+    assert_eq!(quiet.executions, busy.1.executions, "another path under load");
 }
 
 /// Twenty inputs, each inside the same narrow range: no single one adds coverage, and a

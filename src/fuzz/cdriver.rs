@@ -14,13 +14,20 @@
 //!   `LLVMFuzzerInitialize` is restored before every run. Each input then starts from the state a
 //!   fresh process has (up to libc's own state and the heap), as its replay will.
 //! * **Faults and hangs of the program are not crashes either**: `SIGSEGV`, `SIGBUS`, `SIGFPE`
-//!   and `SIGABRT` (handled on an alternate stack, so stack overflows too) and a CPU-time tick
-//!   (`ITIMER_VIRTUAL`, no system call per input) that abandons an input running for about a
-//!   quarter second ([`HANG_TICKS`]) jump back the same way, and the input is rejected (`-1`:
+//!   and `SIGABRT` (handled on an alternate stack, so stack overflows too), a work budget (the
+//!   program's object calls [`WORK_TICK`] at every function entry and loop iteration, see
+//!   `replay::codegen::insert_work_ticks`; past [`WORK_TICKS`] the input is abandoned, at the
+//!   same point on any machine under any load) and, behind it, a CPU-time tick (`ITIMER_VIRTUAL`,
+//!   no system call per input) that abandons an input running for about a quarter second
+//!   ([`HANG_TICKS`]: loops the budget does not see, inside the C library) jump back the same
+//!   way, and the input is rejected (`-1`:
 //!   kept out of the corpus, so mutations do not keep returning to it). libFuzzer is told to leave those signals alone
 //!   ([`OWN_SIGNALS`]); otherwise every such input would stop it, and its compare tracing leads
 //!   it straight back to the same crash after each restart. (A fault inside libc may leave a
 //!   lock held: then libFuzzer's own `-timeout` ends the process, and the engine restarts it.)
+//! * **Reads past the buffers fault.** The buffers lie slot after slot between two pages made
+//!   inaccessible at start-up: a program reading past them is abandoned instead of reading the
+//!   driver's own counters (CPU ticks among them), so an input covers the same on every run.
 //! * **String compares feed libFuzzer.** Static binaries cannot use libFuzzer's interceptors
 //!   (they look the real functions up with `dlsym`), so the program's `strcmp`, `memcmp`, ... are
 //!   renamed to plain C versions here ([`Redirect::Compare`]) that report each compare to
@@ -55,6 +62,18 @@ const TICK_USEC: u64 = 10_000;
 /// model shapes run their loops as often as the model says, typically milliseconds. When
 /// abandoned inputs take over a quarter of the CPU, the driver halves the limit (down to 20 ms).
 const HANG_TICKS: u64 = 25;
+/// The function the fuzzing object calls at every function entry and loop iteration (see
+/// `replay::codegen::insert_work_ticks`), defined by the driver.
+pub const WORK_TICK: &str = "apc_work_tick";
+/// Work ticks an input may make at first: past them it is abandoned as a hang, at the same
+/// point on every run and under any load (the CPU-time tick, sampled, cut the same input at
+/// another point from one run to the next, and libFuzzer went down another path: beside two
+/// busy loops, a target reached in 6,195 inputs alone was missed within 15 s). About 30-100 ms
+/// of an instrumented loop; the CPU-time tick stays, past it, for what does not tick (a loop
+/// inside the C library, a program compiled by clang when the in-process code generation
+/// failed). When abandoned inputs take over a quarter of all the work, the limit halves, down
+/// to a sixteenth.
+const WORK_TICKS: u64 = 1 << 20;
 /// libFuzzer's signals the driver handles itself (`-handle_<name>=0`): a fault of the program
 /// ends its input, not the fuzzer. `SIGILL` stays libFuzzer's: the marker's trap.
 pub const OWN_SIGNALS: &[&str] = &["segv", "bus", "fpe", "abrt"];
@@ -171,7 +190,7 @@ pub fn generate(spec: &DriverSpec, layout: &InputLayout) -> String {
     );
     let _ = writeln!(
         out,
-        "#define APC_SLACK {BUFFER_SLACK}\n#define APC_MAX_DATA {MAX_BUFFER_DATA}\n#define APC_MAX_BUFFERS {MAX_BUFFERS}\n#define APC_MAX_DEPTH {MAX_DEPTH}\n#define APC_MAX_SLOTS {MAX_SLOTS}\n#define APC_SHAPE_MAX {SHAPE_MAX_WORDS}\n#define APC_TICK_USEC {TICK_USEC}\n#define APC_HANG_TICKS {HANG_TICKS}\n#define APC_MAX_CALLS {MAX_TRACED_CALLS}\n#define APC_BUF_BYTES (((APC_MAX_DATA + APC_SLACK) + 15) & ~15)"
+        "#define APC_SLACK {BUFFER_SLACK}\n#define APC_MAX_DATA {MAX_BUFFER_DATA}\n#define APC_MAX_BUFFERS {MAX_BUFFERS}\n#define APC_MAX_DEPTH {MAX_DEPTH}\n#define APC_MAX_SLOTS {MAX_SLOTS}\n#define APC_SHAPE_MAX {SHAPE_MAX_WORDS}\n#define APC_TICK_USEC {TICK_USEC}\n#define APC_HANG_TICKS {HANG_TICKS}\n#define APC_MAX_CALLS {MAX_TRACED_CALLS}\n#define APC_WORK_TICKS {WORK_TICKS}ULL\n#define APC_BUF_BYTES (((APC_MAX_DATA + APC_SLACK) + 15) & ~15)"
     );
     // Only the signal API: declarations, nothing the program could define.
     out.push_str("#include <signal.h>\n#include <sys/time.h>\n");
@@ -181,7 +200,15 @@ static apc_size_t apc_size, apc_at;
 static int apc_tracing;
 static volatile int apc_in_run, apc_reject;
 static void *apc_jmp[5];
-static unsigned char apc_arena[APC_MAX_BUFFERS + 1][APC_BUF_BYTES] __attribute__((aligned(16)));
+/* The buffers, slot after slot, between two pages made inaccessible at start-up: a read past
+   the last slot (or well before the first) faults, and the input is abandoned, instead of
+   reading the driver's own counters beside the arena, some of them CPU time, which made the
+   same input cover differently from one run to the next. */
+#define APC_PAGE 4096UL
+#define APC_ARENA_BYTES ((APC_MAX_BUFFERS + 1) * APC_BUF_BYTES)
+#define APC_ARENA_SPAN ((APC_ARENA_BYTES + APC_PAGE - 1) & ~(APC_PAGE - 1))
+static unsigned char apc_arena_pages[APC_PAGE + APC_ARENA_SPAN + APC_PAGE] __attribute__((aligned(4096)));
+#define APC_SLOT(k) (apc_arena_pages + APC_PAGE + (APC_ARENA_SPAN - APC_ARENA_BYTES) + (k) * APC_BUF_BYTES)
 static apc_size_t apc_nbuf;
 static unsigned long long apc_shape[APC_SHAPE_MAX];
 static apc_size_t apc_shape_len, apc_shape_at;
@@ -229,6 +256,18 @@ static void apc_on_tick(int sig) {
     __builtin_longjmp(apc_jmp, 1);
   }
 }
+/* Work ticks (the program calls apc_work_tick at every function entry and loop iteration): an
+   input past apc_work_limit of them is abandoned. When abandoned inputs did more than a quarter
+   of all the work, the limit halves (down to a sixteenth). */
+static unsigned long long apc_work_left, apc_work_limit = APC_WORK_TICKS, apc_work_all, apc_work_hung;
+void apc_work_tick(void) {
+  if (!apc_in_run) return;
+  if (apc_work_left) { apc_work_left--; return; }
+  apc_work_hung += apc_work_limit;
+  if (apc_work_hung * 4 > apc_work_all + apc_work_limit && apc_work_limit > APC_WORK_TICKS / 16) apc_work_limit /= 2;
+  apc_reject = 1;
+  __builtin_longjmp(apc_jmp, 1);
+}
 static void apc_handle(int sig, void (*h)(int)) {
   struct sigaction sa;
   __builtin_memset(&sa, 0, sizeof sa);
@@ -238,6 +277,8 @@ static void apc_handle(int sig, void (*h)(int)) {
   sigaction(sig, &sa, 0);
 }
 static void apc_install_handlers(void) {
+  apc_sys(10, (long)apc_arena_pages, (long)APC_PAGE, 0);
+  apc_sys(10, (long)(apc_arena_pages + APC_PAGE + APC_ARENA_SPAN), (long)APC_PAGE, 0);
   static char alt[1 << 16] __attribute__((aligned(16)));
   stack_t ss;
   ss.ss_sp = alt; ss.ss_size = sizeof alt; ss.ss_flags = 0;
@@ -253,7 +294,7 @@ static void apc_install_handlers(void) {
 static unsigned long long apc_shape_word(void) { return apc_shape_at < apc_shape_len ? apc_shape[apc_shape_at++] : 0; }
 /* A buffer: length byte, data, zero slack, then the pointees its shape lists. */
 static unsigned char *apc_buffer(int depth) {
-  unsigned char *b = apc_arena[apc_nbuf < APC_MAX_BUFFERS ? apc_nbuf++ : APC_MAX_BUFFERS];
+  unsigned char *b = APC_SLOT(apc_nbuf < APC_MAX_BUFFERS ? apc_nbuf++ : APC_MAX_BUFFERS);
   apc_size_t len = (apc_size_t)apc_take(1);
   for (apc_size_t k = 0; k < APC_BUF_BYTES; k++) b[k] = 0;
   for (apc_size_t k = 0; k < len; k++) b[k] = (unsigned char)apc_take(1);
@@ -374,7 +415,7 @@ static unsigned char *apc_buffer(int depth) {
     }
     let _ = writeln!(out, "  apc_function_under_test({});\n}}", args.join(", "));
     out.push_str(
-        "/* -1: libFuzzer keeps no input that faulted or hung out of its corpus. */\nint LLVMFuzzerTestOneInput(const unsigned char *data, apc_size_t size) {\n  apc_run_id++;\n  apc_restore();\n  apc_data = data; apc_size = size;\n  apc_reject = 0;\n  apc_in_run = 1;\n  apc_run();\n  apc_in_run = 0;\n  return apc_reject ? -1 : 0;\n}\n",
+        "/* -1: libFuzzer keeps no input that faulted or hung out of its corpus. */\nint LLVMFuzzerTestOneInput(const unsigned char *data, apc_size_t size) {\n  apc_run_id++;\n  apc_restore();\n  apc_data = data; apc_size = size;\n  apc_reject = 0;\n  unsigned long long limit = apc_work_limit;\n  apc_work_left = limit;\n  apc_in_run = 1;\n  apc_run();\n  apc_in_run = 0;\n  apc_work_all += limit - apc_work_left;\n  return apc_reject ? -1 : 0;\n}\n",
     );
     out
 }

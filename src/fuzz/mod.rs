@@ -349,7 +349,7 @@ impl Fuzzer {
             // In this process first (see `codegen::compile_fuzz_object`); clang and objcopy when
             // that fails.
             let rename: Vec<(String, String)> = cdriver::redirects(&loaded.declared_functions).into_iter().map(|(old, new, _)| (old, new)).collect();
-            match crate::replay::codegen::compile_fuzz_object(&loaded.instrumented_bitcode, &renamed, &rename, cdriver::DATA_SECTIONS) {
+            match crate::replay::codegen::compile_fuzz_object(&loaded.instrumented_bitcode, &renamed, &rename, cdriver::DATA_SECTIONS, cdriver::WORK_TICK) {
                 Ok(()) => return Ok(()),
                 Err(e) => debug!("in-process code generation for fuzzing failed, clang compiles instead: {e}"),
             }

@@ -91,7 +91,7 @@ const SANCOV_OPTIONS: &[&str] = &[
 /// coverage as `clang -O0 -fsanitize=fuzzer-no-link` does, and the object's sections renamed by
 /// `sections` ([`super::elf::rename_sections`]). What `clang` and `llvm-objcopy` did in two
 /// processes (30 ms and two process starts, beside the engines) in this one.
-pub fn compile_fuzz_object(bitcode: &[u8], obj: &Path, rename: &[(String, String)], sections: &[(&str, &str)]) -> Result<(), String> {
+pub fn compile_fuzz_object(bitcode: &[u8], obj: &Path, rename: &[(String, String)], sections: &[(&str, &str)], work_tick: &str) -> Result<(), String> {
     static OPTIONS: std::sync::Once = std::sync::Once::new();
     OPTIONS.call_once(|| {
         let args: Vec<std::ffi::CString> = SANCOV_OPTIONS.iter().map(|a| std::ffi::CString::new(*a).expect("no NUL")).collect();
@@ -112,6 +112,7 @@ pub fn compile_fuzz_object(bitcode: &[u8], obj: &Path, rename: &[(String, String
             }
         }
     }
+    insert_work_ticks(&module, work_tick)?;
     let machine = machine()?;
     module.set_triple(&machine.get_triple());
     module.run_passes("sancov-module", &machine, inkwell::passes::PassBuilderOptions::create()).map_err(|e| e.to_string())?;
@@ -121,6 +122,48 @@ pub fn compile_fuzz_object(bitcode: &[u8], obj: &Path, rename: &[(String, String
     let mut bytes = machine.write_to_memory_buffer(&module, FileType::Object).map_err(|e| e.to_string())?.as_slice().to_vec();
     super::elf::rename_sections(&mut bytes, sections)?;
     std::fs::write(obj, &bytes).map_err(|e| format!("cannot write {}: {e}", obj.display()))
+}
+
+/// Calls `tick` (a `void (void)` function the driver defines) at the entry of every function
+/// the module defines and at the start of every block a backward edge enters (a successor at
+/// or before its block in layout order): every cycle of a control-flow graph has such an edge,
+/// so every loop iteration and every recursive call ticks. The fuzz driver counts the ticks
+/// of an input and abandons it past a budget: a cut-off in work done, the same on any machine
+/// under any load, where one in CPU time (sampled at a timer's ticks) cut the same input at
+/// another point from one run to the next, and libFuzzer then went down another path.
+fn insert_work_ticks(module: &Module, tick: &str) -> Result<(), String> {
+    let context = module.get_context();
+    let functions: Vec<_> = module.get_functions().filter(|f| f.count_basic_blocks() > 0).collect();
+    if functions.is_empty() {
+        return Ok(());
+    }
+    let tick_fn = module.get_function(tick).unwrap_or_else(|| module.add_function(tick, context.void_type().fn_type(&[], false), None));
+    let builder = context.create_builder();
+    for f in functions {
+        let blocks = f.get_basic_blocks();
+        let mut ticked: Vec<inkwell::basic_block::BasicBlock> = vec![blocks[0]];
+        for (at, b) in blocks.iter().enumerate() {
+            let Some(term) = b.get_terminator() else { continue };
+            for k in 0..term.get_num_operands() {
+                if let Some(inkwell::values::Operand::Block(succ)) = term.get_operand(k) {
+                    if blocks[..=at].contains(&succ) && !ticked.contains(&succ) {
+                        ticked.push(succ);
+                    }
+                }
+            }
+        }
+        for b in ticked {
+            // After the block's phis (they must stay first).
+            let mut at = b.get_first_instruction();
+            while let Some(i) = at.filter(|i| i.get_opcode() == inkwell::values::InstructionOpcode::Phi) {
+                at = i.get_next_instruction();
+            }
+            let Some(at) = at else { continue };
+            builder.position_before(&at);
+            builder.build_call(tick_fn, &[], "").map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
 }
 
 /// The x86-64 Linux target machine at `-O0`, position independent.
@@ -157,7 +200,7 @@ mod tests {
         let bc = bitcode_of(dir.path(), "int memcmp(const void *, const void *, unsigned long);\nint g = 3, z; int (*fp)(int);\nint f(int x, const char *s) { if (x == 1234) z = 1; if (memcmp(s, \"abc\", 3) == 0) g++; return fp ? fp(x) : g; }\n");
         let obj = dir.path().join("p.o");
         let rename = vec![("memcmp".to_string(), "apc_fuzz_memcmp".to_string())];
-        compile_fuzz_object(&std::fs::read(&bc).unwrap(), &obj, &rename, &[(".data", "apc_g_data"), (".bss", "apc_g_bss")]).unwrap();
+        compile_fuzz_object(&std::fs::read(&bc).unwrap(), &obj, &rename, &[(".data", "apc_g_data"), (".bss", "apc_g_bss")], "apc_work_tick").unwrap();
         let bytes = std::fs::read(&obj).unwrap();
         let sections = super::super::elf::section_names(&bytes).unwrap();
         for want in ["__sancov_cntrs", "__sancov_pcs", "apc_g_data", "apc_g_bss"] {
@@ -166,10 +209,40 @@ mod tests {
         assert!(!sections.iter().any(|s| s == ".data" || s == ".bss"), "{sections:?}");
         let nm = std::process::Command::new(crate::load::input::llvm_tool("llvm-nm")).arg(&obj).output().unwrap();
         let symbols = String::from_utf8_lossy(&nm.stdout);
-        for want in ["apc_fuzz_memcmp", "__sanitizer_cov_trace_const_cmp4", "__sanitizer_cov_trace_pc_indir", "__sancov_lowest_stack"] {
+        for want in ["apc_fuzz_memcmp", "__sanitizer_cov_trace_const_cmp4", "__sanitizer_cov_trace_pc_indir", "__sancov_lowest_stack", "apc_work_tick"] {
             assert!(symbols.lines().any(|l| l.ends_with(&format!(" {want}"))), "no {want} in\n{symbols}");
         }
         assert!(!symbols.lines().any(|l| l.ends_with(" memcmp")), "{symbols}");
+    }
+
+    /// Work ticks: one at each function's entry and one at each block a backward edge enters
+    /// (a loop's header), after its phis; none elsewhere.
+    #[test]
+    fn work_ticks_go_to_function_entries_and_loop_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        use inkwell::values::AnyValue;
+        let bc = bitcode_of(dir.path(), "int g(int x) { return x + 1; }\nint f(int n) { int s = 0; for (int i = 0; i < n; i++) for (int j = 0; j < i; j++) s += g(j); if (s > 3) s = 0; return s; }\n");
+        let context = Context::create();
+        let module = Module::parse_bitcode_from_path(&bc, &context).unwrap();
+        insert_work_ticks(&module, "tick").unwrap();
+        assert!(module.verify().is_ok(), "{:?}", module.verify());
+        let ticks_in = |name: &str| -> Vec<String> {
+            let f = module.get_function(name).unwrap();
+            f.get_basic_blocks()
+                .into_iter()
+                .filter(|b| {
+                    let mut at = b.get_first_instruction();
+                    while let Some(i) = at.filter(|i| i.get_opcode() == inkwell::values::InstructionOpcode::Phi) {
+                        at = i.get_next_instruction();
+                    }
+                    at.is_some_and(|i| i.get_opcode() == inkwell::values::InstructionOpcode::Call && i.print_to_string().to_string().contains("@tick"))
+                })
+                .map(|b| b.get_name().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(ticks_in("g").len(), 1, "the entry only");
+        // The entry and the two loop headers (`for.cond`, `for.cond1` at -O0).
+        assert_eq!(ticks_in("f").len(), 3, "{:?}", ticks_in("f"));
     }
 
     /// An object compiled here links with clang into a program that runs as compiled C would.

@@ -15,14 +15,15 @@ use std::time::{Duration, Instant};
 
 /// How long the fuzzer runs at the priority of the other engines when it is not alone, from
 /// its start; after it, only while it gains coverage (see [`PLATEAU`]). Where the fuzzer wins
-/// on `c-benchmarks/`, it wins within a few seconds of fuzzing (eqcnt 2.3 s, hwm 0.7 s) and
-/// gains coverage all along; on an unreachable target it can only take the proofs' CPU.
+/// on `c-benchmarks/`, it wins within a second or two of fuzzing (nav_fig1 0.7 s, wp_windriver
+/// 0.65 s) and gains coverage all along; on an unreachable target it can only take the proofs'
+/// CPU.
 const FULL_PRIORITY_FUZZING: Duration = Duration::from_millis(1500);
 /// How long the fuzzer may go without new coverage (libFuzzer's `NEW` units) before it drops
 /// to [`LATER_NICE`], past [`FULL_PRIORITY_FUZZING`]. At that nice value, in a scheduling group
-/// of its own beside the analysis, it gets a few percent of a core: eqcnt's fuzzer, lowered
-/// after 1.5 s while still gaining coverage every 0.1-0.3 s, ran 189 inputs in 18 s and did not
-/// reach the target in 4 runs of 5 (alone, 3,481 inputs in 2.1 s).
+/// of its own beside the analysis, it gets a few percent of a core: eqcnt's fuzzer (before the
+/// zero-data seeds), lowered after 1.5 s while still gaining coverage every 0.1-0.3 s, ran 189
+/// inputs in 18 s and did not reach the target in 4 runs of 5 (alone: 3,481 inputs, 2.1 s).
 const PLATEAU: Duration = Duration::from_millis(2000);
 /// Nice value of the fuzzer's scheduling group once it has stopped gaining coverage, beside
 /// other engines.

@@ -614,9 +614,10 @@ impl Session {
     /// corpus directory once a second, but only when the directory's modification time, in
     /// whole seconds, is past the one it last saw (at its start, then at each reread), and then
     /// only the files not older than that. The directory starts [`CORPUS_DATED_AHEAD`] in the
-    /// future: libFuzzer's own new entries, which set its time to the
-    /// clock's, are never reread (rerunning them changed its path: a program it reached in
-    /// 6,195 inputs alone was not reached in 14,000 beside the other engines). Each fed file
+    /// future: libFuzzer's own new entries, which set its time to the clock's, are never
+    /// reread (a reread runs again every file of the last second it does not hold, such as the
+    /// longer versions of the inputs it has since reduced, which the fuzzer alone does not run:
+    /// the portfolio's fuzzer would take another path). Each fed file
     /// and the directory get the next second past the last one given. The file is written
     /// aside and renamed in, so that it is never read half-written.
     fn feed(&self, bytes: &[u8], st: &mut Steering) -> std::io::Result<()> {

@@ -529,8 +529,9 @@ struct Steering {
 }
 
 impl Steering {
-    fn new(known: usize) -> Steering {
-        Steering { last_look: None, log_read: 0, last_new: Instant::now(), nice: None, known, fed: 0, stamp: 0 }
+    /// Steering for a search that starts from `known` seeds, its corpus dated `stamp`.
+    fn new(known: usize, stamp: u64) -> Steering {
+        Steering { last_look: None, log_read: 0, last_new: Instant::now(), nice: None, known, fed: 0, stamp }
     }
 
     /// For a new libFuzzer run: a new log, a look at once, and a new scheduling group, which
@@ -555,6 +556,11 @@ fn new_units_in_log(path: &Path, read: &mut u64) -> usize {
     let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |k| k + 1);
     *read += whole as u64;
     text[..whole].split(|b| *b == b'\n').filter(|l| l.starts_with(b"#") && l.windows(5).any(|w| w == b"\tNEW ")).count()
+}
+
+/// File times that set the modification time to `secs` seconds since the epoch.
+fn modified_at(secs: u64) -> std::fs::FileTimes {
+    std::fs::FileTimes::new().set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
 }
 
 /// Sets the nice value of the scheduling group (autogroup) of the session `pid` leads; false
@@ -622,18 +628,16 @@ impl Session {
     /// aside and renamed in, so that it is never read half-written.
     fn feed(&self, bytes: &[u8], st: &mut Steering) -> std::io::Result<()> {
         st.stamp += 1;
-        let stamp = std::fs::FileTimes::new().set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(st.stamp));
         let aside = self.jail.join("t/live");
         std::fs::write(&aside, bytes)?;
-        std::fs::File::options().write(true).open(&aside)?.set_times(stamp)?;
+        std::fs::File::options().write(true).open(&aside)?.set_times(modified_at(st.stamp))?;
         std::fs::rename(&aside, self.jail.join("corpus").join(format!("live-{:04}", st.fed + 1)))?;
         self.date_corpus(st.stamp)
     }
 
     /// Dates the corpus directory `at` (whole seconds since the epoch; see [`Session::feed`]).
     fn date_corpus(&self, at: u64) -> std::io::Result<()> {
-        let stamp = std::fs::FileTimes::new().set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(at));
-        std::fs::File::open(self.jail.join("corpus"))?.set_times(stamp)
+        std::fs::File::open(self.jail.join("corpus"))?.set_times(modified_at(at))
     }
 
     fn new(fuzzer: &Fuzzer, seeds: &[Witness]) -> Result<Session> {
@@ -781,9 +785,8 @@ impl Session {
             write(&self.jail.join("dict"), dict_text.as_bytes())?;
         }
         let max_len = (2 * max_seed).max(4096);
-        let steer = RefCell::new(Steering::new(seeds.len()));
         let clock = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        steer.borrow_mut().stamp = clock + CORPUS_DATED_AHEAD.as_secs();
+        let steer = RefCell::new(Steering::new(seeds.len(), clock + CORPUS_DATED_AHEAD.as_secs()));
         let memory_mb = Limits::default().memory_bytes >> 20;
         let mut handled: BTreeSet<String> = BTreeSet::new();
         let mut crashes = 0u32;

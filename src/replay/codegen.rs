@@ -141,12 +141,14 @@ fn insert_work_ticks(module: &Module, tick: &str) -> Result<(), String> {
     let builder = context.create_builder();
     for f in functions {
         let blocks = f.get_basic_blocks();
+        let position: std::collections::HashMap<_, usize> = blocks.iter().enumerate().map(|(k, b)| (*b, k)).collect();
         let mut ticked: Vec<inkwell::basic_block::BasicBlock> = vec![blocks[0]];
+        let mut seen = std::collections::HashSet::from([blocks[0]]);
         for (at, b) in blocks.iter().enumerate() {
             let Some(term) = b.get_terminator() else { continue };
             for k in 0..term.get_num_operands() {
                 if let Some(inkwell::values::Operand::Block(succ)) = term.get_operand(k) {
-                    if blocks[..=at].contains(&succ) && !ticked.contains(&succ) {
+                    if position.get(&succ).is_some_and(|p| *p <= at) && seen.insert(succ) {
                         ticked.push(succ);
                     }
                 }

@@ -323,6 +323,11 @@ pub struct Context {
     /// The witness searches (DSE, fuzzing) racing and not yet returned (see
     /// [`Context::yield_to_searches`]).
     searches: std::sync::atomic::AtomicUsize,
+    /// Set when the race is over (decided, or everything cancelled): the CPU-limited solver
+    /// checks still under way on the engines' threads end then (see
+    /// [`crate::solve::cpu_limit::stop_checks_on`]). Not `cancel`: the apc engine cancels the
+    /// others itself on a quick proof, and goes on.
+    race_over: Arc<AtomicBool>,
 }
 
 /// See [`Context::quick_check`].
@@ -364,6 +369,7 @@ impl Context {
             quick_proving: Arc::default(),
             late_started: Mutex::default(),
             searches: Default::default(),
+            race_over: Arc::default(),
         }
     }
 
@@ -633,6 +639,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
         let cx = cx.clone();
         let spawned = std::thread::Builder::new().name(format!("engine-{}", kind.name())).spawn(move || {
             let start = Instant::now();
+            crate::solve::cpu_limit::stop_checks_on(cx.race_over.clone());
             if kind == EngineKind::Apc {
                 cx.apc_tid.store(unsafe { libc::gettid() }, Ordering::SeqCst);
             }
@@ -717,6 +724,8 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
             stop_by = Some(Instant::now() + if winner.is_some() { Duration::ZERO } else { STOP_GRACE });
         }
     }
+    cx.race_over.store(true, Ordering::SeqCst);
+    crate::solve::cpu_limit::stop_flag_set();
     // What has returned meanwhile, without waiting for the rest.
     while let Ok(r) = rx.try_recv() {
         returned(r.0);

@@ -239,7 +239,9 @@ mod tests {
     #[test]
     fn a_set_stop_flag_ends_the_checks_of_the_threads_that_named_it() {
         let stop = Arc::new(AtomicBool::new(false));
+        let (armed_tx, armed) = std::sync::mpsc::channel();
         let run = |named: Option<Arc<AtomicBool>>| {
+            let armed_tx = armed_tx.clone();
             std::thread::spawn(move || {
                 if let Some(flag) = named {
                     stop_checks_on(flag);
@@ -247,13 +249,17 @@ mod tests {
                 let s = hard_solver();
                 let (cpu, wall) = (thread_cpu_time(), Instant::now());
                 let limit = CpuLimit::arm(&z3::Context::thread_local(), Duration::from_millis(400));
+                armed_tx.send(()).unwrap();
                 let answer = s.check();
                 (answer, limit.fired(), thread_cpu_time() - cpu, wall.elapsed())
             })
         };
         let stopped = run(Some(stop.clone()));
         let other = run(None);
-        std::thread::sleep(Duration::from_millis(60));
+        // Both checks under way (an interrupt is only sent while a check is armed).
+        armed.recv().unwrap();
+        armed.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(40));
         stop.store(true, Ordering::SeqCst);
         stop_flag_set();
         let (answer, fired, used, wall) = stopped.join().unwrap();

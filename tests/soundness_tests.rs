@@ -257,3 +257,34 @@ fn globals_start_as_the_constructors_leave_them() {
     let plain = "int g = 7;\nvoid f(int x) { if (g == 0 && x == 3) reach_error(); }";
     assert_unreachable(&reach("no_ctor", plain, "f"));
 }
+
+#[test]
+fn an_uninitialised_local_is_whatever_its_stack_slot_held() {
+    // At -O0 the second call's `s` is read from the slot the first call left 5 in. mem2reg
+    // reads it as `undef` and LLVM folded `phi [0, ...], [undef, ...]` to 0: called unreachable
+    // by every engine.
+    let step = "static __attribute__((noinline)) int step(int v, int first) { int s; if (first) s = 0; s = s + v; return s; }\n";
+    let r = reach("uninit", &format!("{step}int f(int v) {{ int r = step(v, 1); r = step(v, 0); if (v == 5 && r == 10) reach_error(); return 0; }}"), "f");
+    assert_not_unreachable(&r);
+    // Written on every path before it is read: exact, and provable.
+    let twin = "static int step(int v, int first) { int s; if (first) s = 0; else s = 1; s = s + v; return s; }\n\
+                int f(int v) { int r = step(v, 1); r = step(v, 0); if (v == 5 && r == 10) reach_error(); return 0; }";
+    assert_unreachable(&reach("uninit_twin", twin, "f"));
+}
+
+#[test]
+fn a_dead_callees_local_read_through_a_dangling_pointer_is_unknown() {
+    // `x` lives in set()'s frame; other() reuses the slot, so `*gp` is 77 natively. The
+    // inliner's lifetime markers end `x`, and the engines used to read its old 5 instead.
+    let src = "int *gp;\n\
+               static __attribute__((noinline)) void set(void) { int x = 5; gp = &x; }\n\
+               static __attribute__((noinline)) void other(int v) { volatile int y = v; (void)y; }\n\
+               int f(int v) { set(); other(v); if (*gp == 77) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("dangling", src, "f"));
+    // The same through a live object: exact, and provable.
+    let twin = "int *gp; int keep;\n\
+                static void set(void) { keep = 5; gp = &keep; }\n\
+                static void other(int v) { volatile int y = v; (void)y; }\n\
+                int f(int v) { set(); other(v); if (*gp == 77) reach_error(); return 0; }";
+    assert_unreachable(&reach("dangling_twin", twin, "f"));
+}

@@ -776,7 +776,22 @@ impl<'a> Executor<'a> {
         if let Some(intrinsic) = name.strip_prefix("llvm.") {
             let base = intrinsic.split('.').next().unwrap_or("");
             match base {
-                "lifetime" | "dbg" => return Ok(None),
+                "dbg" => return Ok(None),
+                // The inliner brackets an inlined callee's locals with these: before the start
+                // and after the end, the stack slot holds whatever other frames wrote there.
+                "lifetime" => {
+                    if let Some(Val::Ptr { obj, .. }) = args.get(1).map(|p| self.operand(st, p)).transpose()? {
+                        let start = intrinsic.starts_with("lifetime.start");
+                        let name = st.objects[obj as usize].name.clone();
+                        let o = st.obj_mut(obj);
+                        o.alive = start;
+                        if start {
+                            let n = o.bytes.len();
+                            o.bytes = (0..n).map(|k| Byte::Int(IntV::S { w: 8, t: BV::fresh_const(&format!("dse.uninit.{name}.{k}"), 8) })).collect();
+                        }
+                    }
+                    return Ok(None);
+                }
                 "smax" | "smin" | "umax" | "umin" => {
                     let (a, b) = (int_arg(self, st, 0)?, int_arg(self, st, 1)?);
                     let p = match base {

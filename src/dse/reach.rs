@@ -173,6 +173,16 @@ impl Propagation<'_> {
                 }
                 _ => self.written_any = true,
             },
+            // A lifetime marker makes its object's bytes undefined: a write to that object.
+            InstKind::Call { callee: crate::ir::Callee::Direct(n), args } if n.starts_with("llvm.lifetime.") => match args.get(1).map(|p| self.value(p)) {
+                Some(Lat::Bot) => {}
+                Some(Lat::P(o, _)) => {
+                    if let Some(w) = self.written.get_mut(o as usize) {
+                        *w = true;
+                    }
+                }
+                _ => self.written_any = true,
+            },
             InstKind::Call { callee, .. } => {
                 let harmless = matches!(callee, crate::ir::Callee::Direct(n)
                     if n.starts_with("__VERIFIER_nondet_") || n == crate::load::TARGET_MARKER || n == crate::load::comparisons::SIGN_OF || n == "__VERIFIER_assume" || n == "llvm.assume");

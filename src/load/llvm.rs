@@ -318,6 +318,78 @@ pub fn insert_marker_call(m: LLVMModuleRef, marker: &str, block: Block, before: 
     }
 }
 
+/// Names of the functions whose calls stand for the value of uninitialised memory (see
+/// [`mark_uninitialised_locals`]): the prefix, then the type (`i32`, `ptr`).
+pub const UNINIT_PREFIX: &str = "__apc_uninit.";
+
+/// Stores into every scalar local (an entry-block `alloca` of an integer or pointer) of every
+/// function with a body, right after the `alloca`, the result of a call to an opaque
+/// `__apc_uninit.<type>()`. Why: mem2reg reads an uninitialised local as `undef`, and LLVM's
+/// simplification may then pick any value for it (`phi [0, %a], [undef, %b]` becomes `0`), while
+/// the program as compiled at -O0 reads whatever the stack slot held (a value of an earlier
+/// call's frame). With the opaque value in place nothing is folded, and the lowering reads it
+/// as `undef` (⋆) and drops the store itself ([`is_uninit_call`]). Returns how many were
+/// stored.
+pub fn mark_uninitialised_locals(m: LLVMModuleRef, skip: &[&str]) -> usize {
+    let mut count = 0;
+    unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let builder = LLVMCreateBuilderInContext(ctx);
+        for f in functions(m) {
+            if is_declaration(f) || skip.contains(&value_name(f).as_str()) {
+                continue;
+            }
+            let Some(&entry) = blocks(f).first() else { continue };
+            for i in instructions(entry) {
+                if opcode(i) != LLVMOpcode::LLVMAlloca {
+                    continue;
+                }
+                let ty = allocated_type(i);
+                let suffix = match type_kind(ty) {
+                    LLVMTypeKind::LLVMIntegerTypeKind => format!("i{}", int_width(ty)),
+                    LLVMTypeKind::LLVMPointerTypeKind => "ptr".to_string(),
+                    _ => continue,
+                };
+                // A dynamic count (`alloca i32, i32 %n`) is an array, not a scalar.
+                if !is_a_constant_int(operand(i, 0)) || const_int_zext(operand(i, 0)) != 1 {
+                    continue;
+                }
+                let name = std::ffi::CString::new(format!("{UNINIT_PREFIX}{suffix}")).expect("no NUL");
+                let fnty = LLVMFunctionType(ty, std::ptr::null_mut(), 0, 0);
+                let mut callee = LLVMGetNamedFunction(m, name.as_ptr());
+                if callee.is_null() {
+                    callee = LLVMAddFunction(m, name.as_ptr(), fnty);
+                }
+                let next = LLVMGetNextInstruction(i);
+                if next.is_null() {
+                    continue;
+                }
+                LLVMPositionBuilderBefore(builder, next);
+                let value = LLVMBuildCall2(builder, fnty, callee, std::ptr::null_mut(), 0, c"".as_ptr());
+                let loc = LLVMInstructionGetDebugLoc(next);
+                if !loc.is_null() {
+                    LLVMInstructionSetDebugLoc(value, loc);
+                }
+                LLVMBuildStore(builder, value, i);
+                count += 1;
+            }
+        }
+        LLVMDisposeBuilder(builder);
+    }
+    count
+}
+
+/// Whether `v` is a call made by [`mark_uninitialised_locals`].
+pub fn is_uninit_call(v: Value) -> bool {
+    unsafe {
+        if LLVMIsACallInst(v).is_null() {
+            return false;
+        }
+        let callee = LLVMGetCalledValue(v);
+        !callee.is_null() && is_a_function(callee) && value_name(callee).starts_with(UNINIT_PREFIX)
+    }
+}
+
 /// The first instruction of `b` that is not a phi node (null when there is none).
 pub fn get_first_non_phi(b: Block) -> Value {
     instructions(b)

@@ -157,7 +157,8 @@ impl Lowerer {
         if llvm::is_a_null_pointer(v) {
             return Operand::Null;
         }
-        if llvm::is_a_undef(v) {
+        // An uninitialised local's value (see `llvm::mark_uninitialised_locals`).
+        if llvm::is_a_undef(v) || llvm::is_uninit_call(v) {
             return Operand::Undef(ty);
         }
         if llvm::is_a_global_variable(v) {
@@ -298,6 +299,11 @@ impl Lowerer {
             LLVMLoad => InstKind::Load { ptr: self.operand(llvm::operand(i, 0)) },
             LLVMStore => {
                 let val = llvm::operand(i, 0);
+                // A local not yet written (`llvm::mark_uninitialised_locals`): the memory keeps
+                // what the model says of memory nobody wrote.
+                if llvm::is_uninit_call(val) {
+                    return None;
+                }
                 let vt = llvm::type_of(val);
                 let width = if llvm::is_sized(vt) { 8 * llvm::alloc_size(self.td, vt) as u32 } else { 0 };
                 InstKind::Store {
@@ -314,15 +320,19 @@ impl Lowerer {
                     None => InstKind::Unknown { opcode: "getelementptr".into() },
                 }
             }
+            LLVMCall if llvm::is_uninit_call(i) => return None,
             LLVMCall => {
                 let callee_v = llvm::called_value(i);
                 let argc = llvm::call_arg_count(i);
                 let args = (0..argc).map(|k| self.operand(llvm::operand(i, k))).collect();
                 let callee = if llvm::is_a_function(callee_v) {
                     let name = llvm::value_name(callee_v);
-                    if name.starts_with("llvm.dbg.") || name.starts_with("llvm.lifetime.") {
+                    if name.starts_with("llvm.dbg.") {
                         return None; // no semantics for the analysis
                     }
+                    // `llvm.lifetime.start/end` are kept: an inlined callee's locals are
+                    // undefined outside them (a pointer to one read after the call sees what
+                    // later frames wrote into the slot), which the engines model.
                     if name == TARGET_MARKER {
                         return Some((InstKind::Call { callee: Callee::Direct(name), args }, None));
                     }
@@ -423,7 +433,7 @@ pub fn lower(m: LLVMModuleRef, f: llvm::Value, target_names: Vec<String>) -> Res
     }
     for &b in &llvm_blocks {
         for i in llvm::instructions(b) {
-            if !matches!(lower_type(llvm::type_of(i)), Ty::Void) {
+            if !matches!(lower_type(llvm::type_of(i)), Ty::Void) && !llvm::is_uninit_call(i) {
                 let n = lw.value_types.len();
                 new_value(&mut lw, i, format!("v{n}"));
             }

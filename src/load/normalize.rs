@@ -82,6 +82,10 @@ pub fn normalize(ctx: &Context, module: &Module, keep: &[&str]) -> Result<()> {
         f.remove_enum_attribute(AttributeLoc::Function, noinline);
         f.add_attribute(AttributeLoc::Function, ctx.create_enum_attribute(alwaysinline, 0));
     }
+    // Before mem2reg: see `mark_uninitialised_locals` (an uninitialised local is ⋆, never a
+    // value LLVM picked for `undef`).
+    let marked = llvm::mark_uninitialised_locals(module.as_mut_ptr(), &[TARGET_MARKER]);
+    tracing::debug!(locals = marked, "uninitialised locals marked");
     let tm = target_machine()?;
     module
         .run_passes(PIPELINE, &tm, PassBuilderOptions::create())

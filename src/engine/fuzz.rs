@@ -26,7 +26,8 @@ const FULL_PRIORITY_FUZZING: Duration = Duration::from_millis(1500);
 /// inputs in 18 s and did not reach the target in 4 runs of 5 (alone: 3,481 inputs, 2.1 s).
 const PLATEAU: Duration = Duration::from_millis(2000);
 /// Nice value of the fuzzer's scheduling group once it has stopped gaining coverage, beside
-/// other engines.
+/// other witness searches (never when only provers remain: see
+/// [`crate::engine::Context::other_witness_searches`]).
 const LATER_NICE: libc::c_int = 10;
 
 pub struct FuzzEngine {
@@ -184,7 +185,7 @@ impl Engine for FuzzEngine {
         let full = Duration::from_millis(crate::priority::tune("FULL_PRIORITY_FUZZING_MS", FULL_PRIORITY_FUZZING.as_millis() as u64));
         let plateau = Duration::from_millis(crate::priority::tune("FUZZ_PLATEAU_MS", PLATEAU.as_millis() as u64));
         let later = crate::priority::lowered(crate::priority::tune("LATER_NICE", LATER_NICE as u64) as i32);
-        let priority = |quiet: Duration| if started.elapsed() < full || quiet < plateau { nice } else { later };
+        let priority = |quiet: Duration| if started.elapsed() < full || quiet < plateau || !cx.other_witness_searches() { nice } else { later };
         let live = if self.alone { Live::default() } else { Live { seeds_since: Some(&since), nice: Some(&priority) } };
         while !cx.search_cancelled() && cx.left() > Duration::from_millis(300) {
             let seeds = cx.seeds.snapshot();

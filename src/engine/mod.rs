@@ -373,6 +373,15 @@ impl Context {
         }
     }
 
+    /// Whether a witness search besides the fuzzer still races: the apc engine (its models
+    /// are replayed) or the DSE. Once neither does, the fuzzer is the only engine that can
+    /// still find a witness, and it keeps its priority beside the provers (see
+    /// `engine::fuzz`): lowered beside Horn-clause provers, it ran 6-8 times slower and a
+    /// target it reaches alone in 5 s went `unknown` within 20 s.
+    pub fn other_witness_searches(&self) -> bool {
+        !self.apc_ended.load(Ordering::SeqCst) || self.searches.load(Ordering::SeqCst) > 1
+    }
+
     /// Waits up to `at_most` while a witness search (DSE, fuzzing) still races, and returns
     /// how long it waited: the apc engine does, before the race of its solvers, when its APC
     /// alternates quantifiers (see [`APC_YIELD`]). Ends at once on a cancel and when the
@@ -847,6 +856,48 @@ mod tests {
         assert_eq!(r.winner, None);
         let waited = waited.lock().unwrap().expect("the apc engine ran");
         assert!(waited >= Duration::from_millis(25) && waited < Duration::from_secs(10), "{waited:?}");
+    }
+
+    /// The fuzzer keeps its priority once it is the only witness search left (the provers
+    /// racing beside it): `other_witness_searches` goes false when the apc engine and the DSE
+    /// have both returned, not before.
+    #[test]
+    fn the_fuzzer_is_the_last_witness_search_once_apc_and_dse_return() {
+        struct Watching(Arc<Mutex<Vec<bool>>>);
+        impl Engine for Watching {
+            fn kind(&self) -> EngineKind {
+                EngineKind::Fuzz
+            }
+            fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+                let until = Instant::now() + Duration::from_secs(20);
+                while Instant::now() < until && !cx.cancelled() {
+                    let others = cx.other_witness_searches();
+                    self.0.lock().unwrap().push(others);
+                    if !others {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                EngineResult::new(Finding::Unknown("watched".into()))
+            }
+        }
+        let seen = Arc::new(Mutex::new(vec![]));
+        let gave_up = || Finding::Unknown("gave up".into());
+        let (r, took) = race_of(
+            vec![
+                Box::new(Scripted { kind: EngineKind::Apc, delay: Duration::from_millis(20), finding: gave_up }),
+                Box::new(Scripted { kind: EngineKind::Dse, delay: Duration::from_millis(80), finding: gave_up }),
+                Box::new(Watching(seen.clone())),
+                Box::new(Scripted { kind: EngineKind::Chc, delay: Duration::from_millis(300), finding: gave_up }),
+            ],
+            Duration::from_secs(60),
+        );
+        assert_eq!(r.winner, None);
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.first(), Some(&true), "the apc engine and the DSE race at first");
+        assert_eq!(seen.last(), Some(&false), "both returned: the fuzzer is the last search ({took:?})");
+        // Once false, it stays false: the fuzzer stopped watching at the first false.
+        assert_eq!(seen.iter().filter(|s| !**s).count(), 1);
     }
 
     #[test]

@@ -288,3 +288,22 @@ fn a_dead_callees_local_read_through_a_dangling_pointer_is_unknown() {
                 int f(int v) { set(); other(v); if (*gp == 77) reach_error(); return 0; }";
     assert_unreachable(&reach("dangling_twin", twin, "f"));
 }
+
+#[test]
+fn a_store_past_its_object_may_set_a_neighbour() {
+    // Natively `admin` sits next to `buf`, and a 9-character string overflows into it. The
+    // analysis gives each object its own array and keeps `admin` in a register, so every engine
+    // called the target unreachable. Such stores are now targets of their own (`load::bounds`).
+    let overflow = "int f(const char *s) { int admin = 0; char buf[8]; int i = 0; for (; s[i]; i++) buf[i] = s[i]; buf[i] = 0; if (admin) reach_error(); return buf[0]; }";
+    assert_not_unreachable(&reach("overflow", overflow, "f"));
+    // A constant index past the end, and a global array written past its end.
+    let constant = "int f(int v) { int guard = 0; int a[4]; a[6] = v; if (guard == 99) reach_error(); return a[0]; }";
+    assert_not_unreachable(&reach("past_end", constant, "f"));
+    let global = "int ga[4]; int gb; int f(int i, int v) { ga[i] = v; if (gb == 99) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("global_past_end", global, "f"));
+    // Twins: the same stores kept in bounds stay provable.
+    let bounded = "int f(const char *s) { int admin = 0; char buf[8]; int i = 0; for (; i < 7 && s[i]; i++) buf[i] = s[i]; buf[i] = 0; if (admin) reach_error(); return buf[0]; }";
+    assert_unreachable(&reach("overflow_twin", bounded, "f"));
+    let checked = "int ga[4]; int gb; int f(int i, int v) { if (i >= 0 && i < 4) ga[i] = v; if (gb == 99) reach_error(); return 0; }";
+    assert_unreachable(&reach("global_twin", checked, "f"));
+}

@@ -12,6 +12,10 @@ use std::collections::HashMap;
 use std::sync::Arc as Rc;
 use tracing::debug;
 
+/// Budget (CPU time) of the check that drops the pseudo-targets' backbones
+/// ([`ApcBuilder::drop_side_targets_proved_unreachable`]).
+const SIDE_TARGET_CHECK: std::time::Duration = std::time::Duration::from_millis(150);
+
 /// The conjunction of the tests along one backbone.
 #[derive(Clone, Debug)]
 pub struct BackboneApc {
@@ -201,6 +205,33 @@ impl<'a> ApcBuilder<'a> {
         PathResult { state: st, tests, fresh, dropped }
     }
 
+    /// The backbones into pseudo-targets (ids from `Program::target_names.len()` on: stores
+    /// that may leave their object, see `load::bounds`, and recursion cut sites), when one
+    /// quick check proves them all unsatisfiable: their formulas become `false`. Why: they are
+    /// in the APC so that no proof overlooks them, but as disjuncts they make the real target's
+    /// query harder (a fill loop's array bound: wp_hello's model took more than 20 s instead of
+    /// 1 s), and they are usually decided at once (an index the loop's own test bounds). Sound:
+    /// a disjunct with no model changes no model of the disjunction.
+    fn drop_side_targets_proved_unreachable(&mut self, backbones: &mut [BackboneApc], truncated: bool) {
+        let real = self.program.target_names.len() as u32;
+        let side: Vec<usize> = (0..backbones.len()).filter(|&i| backbones[i].target.is_some_and(|t| t >= real)).collect();
+        if side.is_empty() || truncated || self.out_of_time() {
+            return;
+        }
+        let query = self.pool.or(side.iter().map(|&i| backbones[i].formula));
+        if self.pool.as_bool(query) == Some(false) {
+            return;
+        }
+        let answer = crate::solve::check(&self.pool, query, SIDE_TARGET_CHECK, |_| ());
+        debug!(side = side.len(), outcome = ?answer.outcome.is_definite(), seconds = answer.seconds, "side targets checked");
+        if matches!(answer.outcome, crate::solve::Outcome::Unsat) {
+            let f = self.pool.ff();
+            for i in side {
+                backbones[i].formula = f;
+            }
+        }
+    }
+
     /// Builds the APC: the disjunction of apc_π over all backbones of the function.
     pub fn build(self) -> (Apc, ExprPool) {
         let (apc, pool, _) = self.build_checked();
@@ -227,6 +258,7 @@ impl<'a> ApcBuilder<'a> {
             };
             backbones.push(BackboneApc { backbone: i, target, tests: r.tests, formula });
         }
+        self.drop_side_targets_proved_unreachable(&mut backbones, structure.truncated);
         let any = self.pool.or(backbones.iter().map(|b| b.formula));
         // Facts of every native run (object address ranges) that the path conditions rely on.
         let axioms: Vec<ExprId> = self

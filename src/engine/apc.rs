@@ -209,8 +209,10 @@ impl ApcSearch {
         let mut hints: Vec<ExprId> = vec![];
         // When recursion was cut (`load::recursion`), models that reach only a cut site cannot
         // replay into the target: ask first for one that reaches a real target block.
+        // (Likewise for the clobber sites of stores, `load::bounds`; a pseudo-target whose
+        // backbones are already `false` needs no preference.)
         let real = program.target_names.len() as u32;
-        if apc.backbones.iter().any(|b| b.target.is_some_and(|t| t >= real)) {
+        if apc.backbones.iter().any(|b| b.target.is_some_and(|t| t >= real) && pool.as_bool(b.formula) != Some(false)) {
             let p = Arc::make_mut(&mut pool);
             let primary = p.or(apc.backbones.iter().filter(|b| b.target.is_some_and(|t| t < real)).map(|b| b.formula));
             hints.push(primary);

@@ -14,6 +14,7 @@ pub mod project;
 pub mod recursion;
 pub mod target;
 pub mod assume;
+mod bounds;
 pub mod comparisons;
 
 pub use input::{clang_path, llvm_tool, CLANG_ANALYSIS_FLAGS};
@@ -383,6 +384,13 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     let recursion_cut = recursion::unroll(&module, options.recursion_depth, resolved.len() as u32);
     if let Some(u) = &recursion_cut {
         info!(functions = ?u.functions, depth = u.depth, marked_cuts = u.marked_cuts, "recursion unrolled");
+    }
+
+    // Stores that may leave their object: pseudo-targets as well (see `bounds`), with the cut
+    // sites' id.
+    let clobber_sites = bounds::mark_clobber_sites(m, resolved.len() as u32);
+    if clobber_sites > 0 {
+        info!(clobber_sites, "stores that may leave their object marked");
     }
 
     let mut keep = vec![function];

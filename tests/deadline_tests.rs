@@ -23,8 +23,13 @@ fn path_enumeration_stops_at_the_deadline() {
     let start = Instant::now();
     let r = json_report(&bc, &["--function", "main", "--block", "for.end29", "--timeout", "4"]);
     let took = start.elapsed();
-    assert_eq!(r["verdict"], "unknown", "{r:#}");
-    assert!(r["reason"].as_str().unwrap().contains("time budget"), "{r:#}");
+    // The APC never gets built in time; the fuzzer (keeping its priority once it is the last
+    // witness search) may reach the target within the budget, with a native run.
+    match r["verdict"].as_str() {
+        Some("unknown") => assert!(r["reason"].as_str().unwrap().contains("time budget"), "{r:#}"),
+        Some("reachable") => assert_eq!(r["witness"]["reached"], true, "{r:#}"),
+        _ => panic!("neither unknown nor a replayed witness: {r:#}"),
+    }
     assert!(took < Duration::from_secs(12), "took {took:?}");
 }
 

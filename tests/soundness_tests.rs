@@ -301,7 +301,14 @@ fn a_store_past_its_object_may_set_a_neighbour() {
     assert_not_unreachable(&reach("past_end", constant, "f"));
     let global = "int ga[4]; int gb; int f(int i, int v) { ga[i] = v; if (gb == 99) reach_error(); return 0; }";
     assert_not_unreachable(&reach("global_past_end", global, "f"));
+    // A heap block into the next one, and a pointer to a local written one past it.
+    let heap = "int f(int i, int v) { int *p = malloc(16); int *q = malloc(16); if (!p || !q) return 0; q[0] = 0; if (i >= 0 && i < 16) p[i] = v; if (q[0] == 99) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("heap_past_end", heap, "f"));
+    let scalar = "int f(int v) { int y = 0; int x = 0; int *p = &x; p[1] = v; if (y == 99) reach_error(); return x; }";
+    assert_not_unreachable(&reach("scalar_past_end", scalar, "f"));
     // Twins: the same stores kept in bounds stay provable.
+    let heap_twin = "int f(int i, int v) { int *p = malloc(16); int *q = malloc(16); if (!p || !q) return 0; q[0] = 0; if (i >= 0 && i < 4) p[i] = v; if (q[0] == 99) reach_error(); return 0; }";
+    assert_unreachable(&reach("heap_twin", heap_twin, "f"));
     let bounded = "int f(const char *s) { int admin = 0; char buf[8]; int i = 0; for (; i < 7 && s[i]; i++) buf[i] = s[i]; buf[i] = 0; if (admin) reach_error(); return buf[0]; }";
     assert_unreachable(&reach("overflow_twin", bounded, "f"));
     let checked = "int ga[4]; int gb; int f(int i, int v) { if (i >= 0 && i < 4) ga[i] = v; if (gb == 99) reach_error(); return 0; }";

@@ -265,7 +265,7 @@ impl Propagation<'_> {
 /// The distance (in blocks) from the state's next block to the nearest target block along
 /// blocks some continuation of the state can execute; `None` when no continuation reaches a
 /// target. Functions over [`MAX_BLOCKS`] blocks get `Some(static_distance)`.
-pub fn distance(f: &Function, st: &DseState, static_distance: u32) -> Option<u32> {
+pub fn distance(f: &Function, real_targets: u32, st: &DseState, static_distance: u32) -> Option<u32> {
     let n = f.blocks.len();
     if n > MAX_BLOCKS {
         return Some(static_distance);
@@ -297,14 +297,21 @@ pub fn distance(f: &Function, st: &DseState, static_distance: u32) -> Option<u32
         p.queued[b.index()] = false;
         p.visit(b);
     }
-    // Shortest path from the state's block to a target over executable edges.
+    // Shortest path from the state's block to a target over executable edges: a real one, else
+    // a pseudo-target (ids from `real_targets` on), ranked behind every real one (see
+    // `super::distances`).
     let mut dist = vec![u32::MAX; n];
     let mut queue = VecDeque::new();
     dist[st.block.index()] = 0;
     queue.push_back(st.block);
+    let mut pseudo: Option<u32> = None;
     while let Some(b) = queue.pop_front() {
-        if f.block(b).target.is_some() {
-            return Some(dist[b.index()]);
+        match f.block(b).target {
+            Some(t) if t < real_targets => return Some(dist[b.index()]),
+            Some(_) => {
+                pseudo.get_or_insert(dist[b.index()]);
+            }
+            None => {}
         }
         for s in f.block(b).term.successors() {
             let reachable = p.entered_from[s.index()].contains(&Some(b));
@@ -314,5 +321,5 @@ pub fn distance(f: &Function, st: &DseState, static_distance: u32) -> Option<u32
             }
         }
     }
-    None
+    pseudo.map(|d| super::PSEUDO_TARGET_DISTANCE.saturating_add(d))
 }

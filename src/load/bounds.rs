@@ -15,11 +15,13 @@
 //! target is a witness (the replay's copy of the program, saved before this pass, has no such
 //! markers).
 //!
-//! Covered: stores through a `getelementptr` on a local (`alloca`) or a global object, with
-//! constant indices or one variable index (`a[i]`, `s.buf[i]`, `m[2][j]`). Not covered:
-//! stores through other pointers (parameters, pointers loaded from memory, `p + k` computed
-//! apart), several variable indices at once, and library calls that write (`memset`,
-//! `memcpy`, `strcpy` with lengths past the object).
+//! Covered (after normalisation, so inlined helpers and promoted pointers count): stores
+//! through a `getelementptr` on a local (`alloca`), a global, or a heap block of a constant
+//! size (`malloc(16)`), with constant indices or one variable index (`a[i]`, `s.buf[i]`,
+//! `m[2][j]`, `p[1]` after `p = &x`). Not covered: stores through other pointers (parameters,
+//! pointers loaded from memory or walked in a loop, `p + k` computed apart), several variable
+//! indices at once, and library calls that write (`memset`, `memcpy`, `strcpy` with lengths
+//! past the object).
 
 use super::llvm;
 use llvm_sys::core::*;
@@ -30,48 +32,13 @@ use llvm_sys::{LLVMIntPredicate, LLVMOpcode, LLVMTypeKind};
 /// The byte offset a GEP adds to its base: a constant part and at most one `(index, scale)`
 /// term (`None`: several variable indices, or a type structure not followed).
 fn gep_offset(td: llvm_sys::target::LLVMTargetDataRef, gep: llvm::Value) -> Option<(i64, Option<(llvm::Value, i64)>)> {
-    let n = llvm::num_operands(gep);
-    let mut constant: i64 = 0;
-    let mut term: Option<(llvm::Value, i64)> = None;
-    let mut ty = llvm::gep_source_type(gep);
-    for k in 1..n {
-        let idx = llvm::operand(gep, k);
-        let (scale, next) = if k == 1 {
-            (llvm::alloc_size(td, ty) as i64, ty)
-        } else {
-            match llvm::type_kind(ty) {
-                LLVMTypeKind::LLVMArrayTypeKind => {
-                    let e = llvm::element_type(ty);
-                    (llvm::alloc_size(td, e) as i64, e)
-                }
-                LLVMTypeKind::LLVMStructTypeKind => {
-                    if !llvm::is_a_constant_int(idx) {
-                        return None;
-                    }
-                    let field = llvm::const_int_zext(idx) as u32;
-                    constant = constant.checked_add(llvm::struct_offset(td, ty, field) as i64)?;
-                    ty = *llvm::struct_element_types(ty).get(field as usize)?;
-                    continue;
-                }
-                _ => return None,
-            }
-        };
-        if !llvm::is_sized(next) {
-            return None;
-        }
-        ty = next;
-        if llvm::is_a_constant_int(idx) && llvm::int_width(llvm::type_of(idx)) <= 64 {
-            let w = llvm::int_width(llvm::type_of(idx));
-            let raw = llvm::const_int_zext(idx);
-            let signed = if w == 64 { raw as i64 } else { ((raw << (64 - w)) as i64) >> (64 - w) };
-            constant = constant.checked_add(signed.checked_mul(scale)?)?;
-        } else if term.is_some() || scale <= 0 || llvm::type_kind(llvm::type_of(idx)) != LLVMTypeKind::LLVMIntegerTypeKind {
-            return None;
-        } else {
-            term = Some((idx, scale));
-        }
+    let indices: Vec<llvm::Value> = (1..llvm::num_operands(gep)).map(|k| llvm::operand(gep, k)).collect();
+    let (constant, terms) = llvm::gep_byte_offset(td, llvm::gep_source_type(gep), &indices)?;
+    match terms.as_slice() {
+        [] => Some((constant, None)),
+        [(idx, scale)] if *scale > 0 && llvm::type_kind(llvm::type_of(*idx)) == LLVMTypeKind::LLVMIntegerTypeKind => Some((constant, Some((*idx, *scale)))),
+        _ => None,
     }
-    Some((constant, term))
 }
 
 /// The size in bytes of the object `base` is (an `alloca` of a constant count, or a global),
@@ -80,6 +47,19 @@ fn object_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Op
     if llvm::is_a_global_variable(base) {
         let t = llvm::global_value_type(base);
         return llvm::is_sized(t).then(|| llvm::alloc_size(td, t));
+    }
+    if unsafe { !LLVMIsACallInst(base).is_null() } {
+        // A heap block of a constant size (`malloc(16)`, `calloc(4, 4)`).
+        let callee = unsafe { LLVMGetCalledValue(base) };
+        if callee.is_null() || !llvm::is_a_function(callee) {
+            return None;
+        }
+        let arg = |k: u32| Some(llvm::operand(base, k)).filter(|&a| llvm::is_a_constant_int(a)).map(llvm::const_int_zext);
+        return match llvm::value_name(callee).as_str() {
+            "malloc" => arg(0),
+            "calloc" => arg(0)?.checked_mul(arg(1)?),
+            _ => None,
+        };
     }
     let is_alloca = unsafe { !LLVMIsAAllocaInst(base).is_null() };
     if !is_alloca {

@@ -318,6 +318,51 @@ pub fn insert_marker_call(m: LLVMModuleRef, marker: &str, block: Block, before: 
     }
 }
 
+/// The byte offset a `getelementptr` on `src` with `indices` adds to its base: a constant part
+/// (wrapping, as the machine computes it) and one `(index, scale)` term per variable index.
+/// `None` when the type structure cannot be followed (vectors, unsized types, a variable
+/// struct field).
+pub fn gep_byte_offset(td: LLVMTargetDataRef, src: Type, indices: &[Value]) -> Option<(i64, Vec<(Value, i64)>)> {
+    let mut constant: i64 = 0;
+    let mut terms = vec![];
+    let mut ty = src;
+    for (k, &idx) in indices.iter().enumerate() {
+        let (scale, next) = if k == 0 {
+            (alloc_size(td, ty) as i64, ty)
+        } else {
+            match type_kind(ty) {
+                LLVMTypeKind::LLVMArrayTypeKind => {
+                    let e = element_type(ty);
+                    (alloc_size(td, e) as i64, e)
+                }
+                LLVMTypeKind::LLVMStructTypeKind => {
+                    if !is_a_constant_int(idx) {
+                        return None;
+                    }
+                    let field = const_int_zext(idx) as u32;
+                    constant = constant.wrapping_add(struct_offset(td, ty, field) as i64);
+                    ty = *struct_element_types(ty).get(field as usize)?;
+                    continue;
+                }
+                _ => return None,
+            }
+        };
+        if !is_sized(next) {
+            return None;
+        }
+        ty = next;
+        if is_a_constant_int(idx) && int_width(type_of(idx)) <= 64 {
+            let w = int_width(type_of(idx));
+            let raw = const_int_zext(idx);
+            let signed = if w == 64 { raw as i64 } else { ((raw << (64 - w)) as i64) >> (64 - w) };
+            constant = constant.wrapping_add(signed.wrapping_mul(scale));
+        } else {
+            terms.push((idx, scale));
+        }
+    }
+    Some((constant, terms))
+}
+
 /// Names of the functions whose calls stand for the value of uninitialised memory (see
 /// [`mark_uninitialised_locals`]): the prefix, then the type (`i32`, `ptr`).
 pub const UNINIT_PREFIX: &str = "__apc_uninit.";

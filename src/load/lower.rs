@@ -194,44 +194,8 @@ impl Lowerer {
     /// Byte offset of a GEP: a constant part and `(index, scale)` terms for variable indices.
     /// `None` when the type structure cannot be followed (vectors, unsized types).
     fn gep_offsets(&mut self, src: llvm::Type, indices: &[llvm::Value]) -> Option<(i64, Vec<(Operand, i64)>)> {
-        let mut constant: i64 = 0;
-        let mut terms = vec![];
-        let mut ty = src;
-        for (k, &idx) in indices.iter().enumerate() {
-            let (scale, next) = if k == 0 {
-                (llvm::alloc_size(self.td, ty) as i64, ty)
-            } else {
-                match llvm::type_kind(ty) {
-                    LLVMTypeKind::LLVMArrayTypeKind => {
-                        let e = llvm::element_type(ty);
-                        (llvm::alloc_size(self.td, e) as i64, e)
-                    }
-                    LLVMTypeKind::LLVMStructTypeKind => {
-                        if !llvm::is_a_constant_int(idx) {
-                            return None;
-                        }
-                        let field = llvm::const_int_zext(idx) as u32;
-                        constant += llvm::struct_offset(self.td, ty, field) as i64;
-                        ty = llvm::struct_element_types(ty)[field as usize];
-                        continue;
-                    }
-                    _ => return None,
-                }
-            };
-            if !llvm::is_sized(next) {
-                return None;
-            }
-            ty = next;
-            if llvm::is_a_constant_int(idx) && llvm::int_width(llvm::type_of(idx)) <= 64 {
-                let w = llvm::int_width(llvm::type_of(idx));
-                let raw = llvm::const_int_zext(idx);
-                let signed = if w == 64 { raw as i64 } else { ((raw << (64 - w)) as i64) >> (64 - w) };
-                constant = constant.wrapping_add(signed.wrapping_mul(scale));
-            } else {
-                terms.push((self.operand(idx), scale));
-            }
-        }
-        Some((constant, terms))
+        let (constant, terms) = llvm::gep_byte_offset(self.td, src, indices)?;
+        Some((constant, terms.into_iter().map(|(idx, scale)| (self.operand(idx), scale)).collect()))
     }
 
     fn lower_inst(&mut self, i: llvm::Value) -> Option<(InstKind, Option<u32>)> {

@@ -386,13 +386,6 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         info!(functions = ?u.functions, depth = u.depth, marked_cuts = u.marked_cuts, "recursion unrolled");
     }
 
-    // Stores that may leave their object: pseudo-targets as well (see `bounds`), with the cut
-    // sites' id.
-    let clobber_sites = bounds::mark_clobber_sites(m, resolved.len() as u32);
-    if clobber_sites > 0 {
-        info!(clobber_sites, "stores that may leave their object marked");
-    }
-
     let mut keep = vec![function];
     if let TargetSpec::Call(callee) = spec {
         keep.push(callee.as_str());
@@ -401,6 +394,13 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     keep.extend(options.pure_functions.iter().map(String::as_str));
     normalize::normalize(&ctx, &module, &keep)?;
     info!("normalised with '{}'", normalize::PIPELINE);
+    // Stores that may leave their object: pseudo-targets as well (see `bounds`), with the cut
+    // sites' id. After normalisation: a helper's stores into its caller's array, a `malloc`
+    // block and a pointer to a local are then addressed from their object directly.
+    let clobber_sites = bounds::mark_clobber_sites(m, resolved.len() as u32);
+    if clobber_sites > 0 {
+        info!(clobber_sites, "stores that may leave their object marked");
+    }
 
     let f = module.get_function(function).expect("checked above").as_value_ref();
     let mut program = lower::lower(m, f, target_blocks.clone())?;

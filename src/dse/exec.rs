@@ -77,6 +77,13 @@ enum Stop {
     GiveUp(String),
 }
 
+/// Stack bytes nobody wrote (a fresh `alloca`, a local whose lifetime starts again): whatever
+/// the machine has there. Fresh symbols cover every value, so the space stays complete; the
+/// witness may miss.
+fn uninitialised_bytes(name: &str, size: u64) -> Vec<Byte> {
+    (0..size).map(|k| Byte::Int(IntV::S { w: 8, t: BV::fresh_const(&format!("dse.uninit.{name}.{k}"), 8) })).collect()
+}
+
 fn give_up<T>(why: impl Into<String>) -> Result<T, Stop> {
     Err(Stop::GiveUp(why.into()))
 }
@@ -274,11 +281,11 @@ impl<'a> Executor<'a> {
     pub fn step(&mut self, st: &mut DseState, solver: &mut PathSolver) -> Step {
         let f = &self.program.function;
         let Some(block) = f.blocks.get(st.block.index()) else { return Step::GiveUp("no such block".into()) };
-        if let Some(t) = block.target {
+        if block.target.is_some() {
             // A store's clobber site (`load::bounds`): the store before it may have written past
             // its object on this path, which the search cannot follow. Not replayed here (the
             // apc engine and the fuzzer do); no proof while such a path exists.
-            if t as usize >= self.program.target_names.len() && matches!(block.term, Terminator::Unreachable) {
+            if self.program.is_clobber_site(st.block) {
                 return Step::GiveUp("a store may write past its object".into());
             }
             return Step::Target;
@@ -434,11 +441,9 @@ impl<'a> Executor<'a> {
                 if size > MAX_CONST_LEN {
                     return give_up("alloca too large");
                 }
-                // Uninitialised stack bytes: whatever the machine has there. Fresh symbols
-                // cover every value, so the space stays complete; the witness may miss.
                 let name = result.map(|r| self.program.function.value_name(r).to_string()).unwrap_or_default();
                 let obj = st.objects.len() as u32;
-                let bytes = (0..size).map(|k| Byte::Int(IntV::S { w: 8, t: BV::fresh_const(&format!("dse.uninit.{name}.{k}"), 8) })).collect();
+                let bytes = uninitialised_bytes(&name, size);
                 st.objects.push(Rc::new(Obj { name, kind: ObjKind::Stack, bytes, alive: true }));
                 Val::Ptr { obj, off: IntV::c(64, 0) }
             }
@@ -788,12 +793,10 @@ impl<'a> Executor<'a> {
                 "lifetime" => {
                     if let Some(Val::Ptr { obj, .. }) = args.get(1).map(|p| self.operand(st, p)).transpose()? {
                         let start = intrinsic.starts_with("lifetime.start");
-                        let name = st.objects[obj as usize].name.clone();
                         let o = st.obj_mut(obj);
                         o.alive = start;
                         if start {
-                            let n = o.bytes.len();
-                            o.bytes = (0..n).map(|k| Byte::Int(IntV::S { w: 8, t: BV::fresh_const(&format!("dse.uninit.{name}.{k}"), 8) })).collect();
+                            o.bytes = uninitialised_bytes(&o.name, o.bytes.len() as u64);
                         }
                     }
                     return Ok(None);

@@ -504,6 +504,13 @@ impl Program {
     pub fn global(&self, id: GlobalId) -> &Global {
         &self.globals[id.0 as usize]
     }
+
+    /// Whether block `b` is a store's clobber site (`load::bounds`): a pseudo-target's marker
+    /// (an id from `target_names.len()` on) and nothing after it.
+    pub fn is_clobber_site(&self, b: BlockId) -> bool {
+        let block = self.function.block(b);
+        block.target.is_some_and(|t| t as usize >= self.target_names.len()) && matches!(block.term, Terminator::Unreachable)
+    }
 }
 
 #[cfg(test)]

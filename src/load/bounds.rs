@@ -179,7 +179,7 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
             .filter_map(|s| Some((s, check_of(td, s)?)))
             .collect();
         for (s, check) in stores {
-            unsafe { guard(m, f, s, check, id) };
+            unsafe { guard(m, s, check, id) };
             marked += 1;
         }
     }
@@ -193,7 +193,7 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
 /// good as before it: the engines model an out-of-bounds store as a write to the object's own
 /// array (the DSE gives up on it, or assumes it inside and no longer claims exactness), and
 /// the branch to the marker is what rules a proof out.
-unsafe fn guard(m: LLVMModuleRef, _f: llvm::Value, s: llvm::Value, check: Check, id: u32) {
+unsafe fn guard(m: LLVMModuleRef, s: llvm::Value, check: Check, id: u32) {
     let ctx = LLVMGetModuleContext(m);
     let block = LLVMGetInstructionParent(s);
     let next_block = LLVMGetNextBasicBlock(block);

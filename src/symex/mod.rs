@@ -458,13 +458,6 @@ impl<'p> Executor<'p> {
     }
 
     /// The tests of the edge `from → to`: the branch or switch condition that selects it.
-    /// Whether `b` is a clobber site (`load::bounds`): a pseudo-target's marker and nothing
-    /// after it.
-    fn is_clobber_site(&self, b: BlockId) -> bool {
-        let block = self.func().block(b);
-        block.target.is_some_and(|t| t as usize >= self.program.target_names.len()) && matches!(block.term, Terminator::Unreachable)
-    }
-
     pub fn edge_tests(&mut self, st: &mut State, from: BlockId, to: BlockId) -> Tests {
         match &self.func().block(from).term {
             Terminator::Branch { cond, then_bb, else_bb } if then_bb != else_bb => {
@@ -474,10 +467,8 @@ impl<'p> Executor<'p> {
                 // the repeated bound only made Z3's search slower (wp_hello: no model in 20 s
                 // where it took 1 s). Leaving a test out keeps the APC a necessary condition.
                 let other = if *then_bb == to { *else_bb } else { *then_bb };
-                if *then_bb == to || *else_bb == to {
-                    if self.is_clobber_site(other) {
-                        return vec![];
-                    }
+                if self.program.is_clobber_site(other) {
+                    return vec![];
                 }
                 let c = self.int(st, cond, &Ty::Int(1));
                 vec![if *then_bb == to { c } else { self.pool.not(c) }]

@@ -314,3 +314,39 @@ fn a_store_past_its_object_may_set_a_neighbour() {
     let checked = "int ga[4]; int gb; int f(int i, int v) { if (i >= 0 && i < 4) ga[i] = v; if (gb == 99) reach_error(); return 0; }";
     assert_unreachable(&reach("global_twin", checked, "f"));
 }
+
+#[test]
+fn a_pointer_walked_or_a_library_write_past_its_object_may_set_a_neighbour() {
+    // The copy loop of a `strcpy` into a stack buffer, by a pointer the loop walks: the offset
+    // the bounds pass tracks beside the pointer (a phi of offsets) is what the check tests.
+    let walk = "int f(const char *s) { int admin = 0; char buf[8]; char *p = buf; while (*s) *p++ = *s++; *p = 0; if (admin) reach_error(); return buf[0]; }";
+    assert_not_unreachable(&reach("walk_past_end", walk, "f"));
+    // Two variable indices into a matrix, and `memset` longer than its array.
+    let matrix = "int f(int i, int j, int v) { int guard = 0; int m[2][3]; m[i][j] = v; if (guard == 7) reach_error(); return m[0][0]; }";
+    assert_not_unreachable(&reach("matrix_past_end", matrix, "f"));
+    let fill = "#include <string.h>\nint f(int n) { int guard = 0; char a[8]; memset(a, 1, n); if (guard) reach_error(); return a[0]; }";
+    assert_not_unreachable(&reach("memset_past_end", fill, "f"));
+    // Twins: the walk stops inside, the indices and the length are checked first.
+    let walk_twin = "int f(const char *s) { int admin = 0; char buf[8]; char *p = buf; while (*s && p < buf + 7) *p++ = *s++; *p = 0; if (admin) reach_error(); return buf[0]; }";
+    assert_unreachable(&reach("walk_twin", walk_twin, "f"));
+    let matrix_twin = "int f(int i, int j, int v) { int guard = 0; int m[2][3]; if (i < 0 || i > 1 || j < 0 || j > 2) return 0; m[i][j] = v; if (guard == 7) reach_error(); return m[0][0]; }";
+    assert_unreachable(&reach("matrix_twin", matrix_twin, "f"));
+    let fill_twin = "#include <string.h>\nint f(int n) { int guard = 0; char a[8]; if (n < 0 || n > 8) return 0; memset(a, 1, n); if (guard) reach_error(); return a[0]; }";
+    assert_unreachable(&reach("memset_twin", fill_twin, "f"));
+}
+
+#[test]
+fn c_library_writes_past_an_object_may_set_a_neighbour() {
+    // `strcpy` of an input and `sscanf`'s `%s` write as much as the input holds.
+    let copy = "#include <string.h>\nint f(const char *s) { int admin = 0; char buf[8]; strcpy(buf, s); if (admin) reach_error(); return buf[0]; }";
+    assert_not_unreachable(&reach("strcpy_past_end", copy, "f"));
+    let scan = "int f(const char *s) { int admin = 0; char buf[8]; int x; if (sscanf(s, \"%d %s\", &x, buf) != 2) return 0; if (admin) reach_error(); return buf[0] + x; }";
+    assert_not_unreachable(&reach("sscanf_past_end", scan, "f"));
+    // Twins: a constant string that fits, a width that fits, a format that prints at most 14 bytes.
+    let copy_twin = "#include <string.h>\nint f(const char *s) { int admin = 0; char buf[8]; strcpy(buf, \"hello\"); if (admin) reach_error(); return buf[0] + s[0]; }";
+    assert_unreachable(&reach("strcpy_twin", copy_twin, "f"));
+    let scan_twin = "int f(const char *s) { int admin = 0; char buf[8]; int x; if (sscanf(s, \"%d %7s\", &x, buf) != 2) return 0; if (admin) reach_error(); return buf[0] + x; }";
+    assert_unreachable(&reach("sscanf_twin", scan_twin, "f"));
+    let print_twin = "int f(int a) { int admin = 0; char buf[16]; sprintf(buf, \"%d\", a); if (admin) reach_error(); return buf[0]; }";
+    assert_unreachable(&reach("sprintf_twin", print_twin, "f"));
+}

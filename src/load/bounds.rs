@@ -15,13 +15,20 @@
 //! target is a witness (the replay's copy of the program, saved before this pass, has no such
 //! markers).
 //!
-//! Covered (after normalisation, so inlined helpers and promoted pointers count): stores
-//! through a `getelementptr` on a local (`alloca`), a global, or a heap block of a constant
-//! size (`malloc(16)`), with constant indices or one variable index (`a[i]`, `s.buf[i]`,
-//! `m[2][j]`, `p[1]` after `p = &x`). Not covered: stores through other pointers (parameters,
-//! pointers loaded from memory or walked in a loop, `p + k` computed apart), several variable
-//! indices at once, and library calls that write (`memset`, `memcpy`, `strcpy` with lengths
-//! past the object).
+//! Covered (after normalisation, so inlined helpers and promoted pointers count): writes into
+//! a local (`alloca`), a global defined here, or a heap block of a constant size
+//! (`malloc(16)`), through any pointer the pass can follow back to that object through
+//! `getelementptr`s, phis and selects:
+//! - stores by index (`a[i]`, `s.buf[i]`, `m[2][j]`, `p[1]` after `p = &x`), tested on the index
+//!   as the program computed it;
+//! - stores through a pointer walked by a loop (`*p++ = c`), several indices (`m[i][j]`) or
+//!   pointer arithmetic (`q = p + k`), tested on a byte offset computed beside the pointer
+//!   ([`Places`]);
+//! - `memset`, `memcpy` and `memmove` (LLVM's intrinsics) of a length past the object.
+//!
+//! Not covered: writes through pointers the pass cannot follow to one object (parameters,
+//! pointers loaded from memory or returned by calls, a phi of two objects), and library calls
+//! without a model (`strcpy`, `strcat`: the engines give up on those anyway).
 
 use super::llvm;
 use llvm_sys::core::*;
@@ -29,14 +36,13 @@ use llvm_sys::debuginfo::{LLVMInstructionGetDebugLoc, LLVMInstructionSetDebugLoc
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode, LLVMTypeKind};
 
-/// The byte offset a GEP adds to its base: a constant part and at most one `(index, scale)`
-/// term (`None`: several variable indices, or a type structure not followed).
-fn gep_offset(td: llvm_sys::target::LLVMTargetDataRef, gep: llvm::Value) -> Option<(i64, Option<(llvm::Value, i64)>)> {
-    let indices: Vec<llvm::Value> = (1..llvm::num_operands(gep)).map(|k| llvm::operand(gep, k)).collect();
-    let (constant, terms) = llvm::gep_byte_offset(td, llvm::gep_source_type(gep), &indices)?;
+/// The byte offset a GEP adds to its base when it has at most one variable index, of a
+/// positive scale: a constant part and that `(index, scale)` term.
+fn single_index_offset(td: llvm_sys::target::LLVMTargetDataRef, gep: llvm::Value) -> Option<(i64, Option<(llvm::Value, i64)>)> {
+    let (constant, terms) = gep_byte_offset(td, gep)?;
     match terms.as_slice() {
         [] => Some((constant, None)),
-        [(idx, scale)] if *scale > 0 && llvm::type_kind(llvm::type_of(*idx)) == LLVMTypeKind::LLVMIntegerTypeKind => Some((constant, Some((*idx, *scale)))),
+        [(idx, scale)] if *scale > 0 => Some((constant, Some((*idx, *scale)))),
         _ => None,
     }
 }
@@ -45,6 +51,10 @@ fn gep_offset(td: llvm_sys::target::LLVMTargetDataRef, gep: llvm::Value) -> Opti
 /// if it is one.
 fn object_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Option<u64> {
     if llvm::is_a_global_variable(base) {
+        if llvm::initializer(base).is_none() {
+            // Defined elsewhere (`extern int a[];`): its size is not this module's.
+            return None;
+        }
         let t = llvm::global_value_type(base);
         return llvm::is_sized(t).then(|| llvm::alloc_size(td, t));
     }
@@ -79,30 +89,611 @@ enum Check {
     Always,
     /// Out of bounds when the index (as a signed 64-bit value) is outside `[lo, hi]`.
     Outside { index: llvm::Value, lo: i64, hi: i64 },
+    /// Out of bounds when the byte offset into the object (an `i64` the pass computed beside
+    /// the program's pointer, see [`Places`]) is outside `[0, hi]`.
+    Offset { offset: llvm::Value, hi: i64 },
+    /// A library write of `len` bytes (`memset`, `fgets`) at byte offset `offset` of an object
+    /// of `size` bytes: out of bounds when it does not fit.
+    Span { offset: llvm::Value, len: Count, size: i64 },
+}
+
+/// A length computed by the program: one integer, or the product of two (`fread`).
+enum Count {
+    One(llvm::Value),
+    Two(llvm::Value, llvm::Value),
 }
 
 /// The check a store `s` needs (`None`: in bounds, or not covered).
-fn check_of(td: llvm_sys::target::LLVMTargetDataRef, s: llvm::Value) -> Option<Check> {
+fn check_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, s: llvm::Value) -> Option<Check> {
     let ptr = llvm::operand(s, 1);
-    let is_gep = unsafe { !LLVMIsAGetElementPtrInst(ptr).is_null() } || (llvm::is_a_constant_expr(ptr) && llvm::const_expr_opcode(ptr) == LLVMOpcode::LLVMGetElementPtr);
-    if !is_gep {
-        return None;
-    }
-    let size = object_size(td, llvm::operand(ptr, 0))? as i128;
     let vt = llvm::type_of(llvm::operand(s, 0));
     if !llvm::is_sized(vt) {
         return None;
     }
     let width = llvm::alloc_size(td, vt) as i128;
-    let (c, term) = gep_offset(td, ptr)?;
-    let c = c as i128;
-    match term {
-        None => (c < 0 || c + width > size).then_some(Check::Always),
-        Some((index, scale)) => match in_bounds_indices(c, scale as i128, size, width) {
-            None => Some(Check::Always),
-            Some((lo, hi)) => Some(Check::Outside { index, lo: i64::try_from(lo).ok()?, hi: i64::try_from(hi).ok()? }),
-        },
+    if is_gep(ptr) {
+        if let (Some(size), Some((c, term))) = (object_size(td, llvm::operand(ptr, 0)), single_index_offset(td, ptr)) {
+            // A GEP on the object itself with one index: the index as the program wrote it
+            // (`a[i]`), tests the loop summaries know.
+            let (size, c) = (size as i128, c as i128);
+            return match term {
+                None => (c < 0 || c + width > size).then_some(Check::Always),
+                Some((index, scale)) => match in_bounds_indices(c, scale as i128, size, width) {
+                    None => Some(Check::Always),
+                    Some((lo, hi)) => Some(Check::Outside { index, lo: i64::try_from(lo).ok()?, hi: i64::try_from(hi).ok()? }),
+                },
+            };
+        }
     }
+    // Any other pointer into a known object (`*p++ = c` in a loop, `m[i][j]`, `q = p + k`):
+    // the byte offset the pass tracks beside it.
+    let (object, offset) = places.offset(ptr)?;
+    let size = object_size(td, object)? as i128;
+    let hi = size - width;
+    if hi < 0 {
+        return Some(Check::Always);
+    }
+    match constant_of(offset) {
+        Some(c) => (c < 0 || c as i128 > hi).then_some(Check::Always),
+        None => Some(Check::Offset { offset, hi: i64::try_from(hi).ok()? }),
+    }
+}
+
+/// How a function of the C library writes through a pointer argument (arguments by position).
+#[derive(Clone, Copy)]
+enum LibraryWrite {
+    /// At most `len` bytes at `dest`, `len` being argument `n` (times argument `times`).
+    Bounded { dest: u32, n: u32, times: Option<u32> },
+    /// A fixed number of bytes at `dest` (`strtol`'s end pointer).
+    Fixed { dest: u32, bytes: u64 },
+    /// A copy of the string at `src`, its NUL included (`strcpy`): bounded when that string is
+    /// a constant.
+    String { dest: u32, src: u32 },
+    /// As much as its other inputs say (`strcat`, `gets`).
+    Unbounded { dest: u32 },
+    /// A `sprintf`: as much as its format (argument `format`) prints at most, when that is a
+    /// constant of bounded conversions.
+    Print { dest: u32, format: u32 },
+    /// A `scanf`: each conversion of the format (argument `format`) writes through one of
+    /// the arguments after it.
+    Scan { format: u32 },
+}
+
+/// The functions of the C library that write through a pointer argument, and how. Not listed:
+/// everything else, whose writes are not checked (a stubbed external writes nothing natively).
+fn library_write(name: &str) -> Option<LibraryWrite> {
+    use LibraryWrite::*;
+    // glibc's headers name the C99 `scanf`s `__isoc99_sscanf` (`__isoc23_` for C23).
+    let name = name.strip_prefix("__isoc99_").or_else(|| name.strip_prefix("__isoc23_")).unwrap_or(name);
+    Some(match name {
+        "memset" | "memcpy" | "memmove" | "mempcpy" | "strncpy" | "stpncpy" => Bounded { dest: 0, n: 2, times: None },
+        "bzero" | "explicit_bzero" | "snprintf" | "vsnprintf" | "fgets" | "getcwd" | "gethostname" => Bounded { dest: 0, n: 1, times: None },
+        "read" | "pread" | "recv" | "readlink" => Bounded { dest: 1, n: 2, times: None },
+        "fread" => Bounded { dest: 0, n: 1, times: Some(2) },
+        "strtol" | "strtoul" | "strtoll" | "strtoull" | "strtod" | "strtof" | "strtold" | "strtoimax" | "strtoumax" => Fixed { dest: 1, bytes: 8 },
+        "strcpy" | "stpcpy" => String { dest: 0, src: 1 },
+        "sprintf" | "vsprintf" => Print { dest: 0, format: 1 },
+        "strcat" | "strncat" | "gets" => Unbounded { dest: 0 },
+        "realpath" => Unbounded { dest: 1 },
+        "scanf" | "vscanf" => Scan { format: 0 },
+        "sscanf" | "fscanf" | "vsscanf" | "vfscanf" => Scan { format: 1 },
+        _ => return None,
+    })
+}
+
+/// The checks a call `c` that writes memory needs, one per object it may write past:
+/// `llvm.memset`, `llvm.memcpy` and `llvm.memmove` of a length past their destination, and
+/// the C library's writers ([`library_write`]) into a known object.
+fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, c: llvm::Value) -> Vec<Check> {
+    let callee = unsafe { LLVMGetCalledValue(c) };
+    if callee.is_null() || !llvm::is_a_function(callee) {
+        return vec![];
+    }
+    let name = llvm::value_name(callee);
+    let write = if ["llvm.memset.", "llvm.memcpy.", "llvm.memmove."].iter().any(|p| name.starts_with(p)) {
+        LibraryWrite::Bounded { dest: 0, n: 2, times: None }
+    } else if llvm::is_declaration(callee) {
+        match library_write(&name) {
+            Some(w) => w,
+            None => return vec![],
+        }
+    } else {
+        return vec![];
+    };
+    let args = llvm::call_arg_count(c);
+    let arg = |k: u32| (k < args).then(|| llvm::operand(c, k));
+    let mut checks = vec![];
+    match write {
+        LibraryWrite::Bounded { dest, n, times } => {
+            let (Some(dest), Some(n)) = (arg(dest), arg(n)) else { return vec![] };
+            let len = match times.map(arg) {
+                None => Length::Value(n),
+                Some(Some(m)) => Length::Product(n, m),
+                Some(None) => return vec![],
+            };
+            checks.extend(span_check(td, places, dest, len));
+        }
+        LibraryWrite::Fixed { dest, bytes } => {
+            let Some(dest) = arg(dest) else { return vec![] };
+            if !llvm::is_a_null_pointer(dest) {
+                checks.extend(span_check(td, places, dest, Length::Constant(bytes)));
+            }
+        }
+        LibraryWrite::String { dest, src } => {
+            let (Some(dest), Some(src)) = (arg(dest), arg(src)) else { return vec![] };
+            let len = match constant_string(td, src) {
+                Some(text) => Length::Constant(text.len() as u64 + 1),
+                None => Length::Unbounded,
+            };
+            checks.extend(span_check(td, places, dest, len));
+        }
+        LibraryWrite::Print { dest, format } => {
+            let (Some(dest), Some(fmt)) = (arg(dest), arg(format)) else { return vec![] };
+            let len = match constant_string(td, fmt).and_then(|f| print_max_len(&f)) {
+                Some(n) => Length::Constant(n + 1),
+                None => Length::Unbounded,
+            };
+            checks.extend(span_check(td, places, dest, len));
+        }
+        LibraryWrite::Unbounded { dest } => {
+            let Some(dest) = arg(dest) else { return vec![] };
+            checks.extend(span_check(td, places, dest, Length::Unbounded));
+        }
+        LibraryWrite::Scan { format } => {
+            let Some(fmt) = arg(format) else { return vec![] };
+            // Without the format, every pointer argument may get a string of any length.
+            let sizes = constant_string(td, fmt).and_then(|f| scan_sizes(&f));
+            for k in format + 1..args {
+                let len = match sizes.as_ref().map(|s| s.get((k - format - 1) as usize).copied()) {
+                    Some(Some(Some(n))) => Length::Constant(n),
+                    Some(None) => continue,
+                    _ => Length::Unbounded,
+                };
+                checks.extend(span_check(td, places, llvm::operand(c, k), len));
+            }
+        }
+    }
+    checks
+}
+
+/// How many bytes a call writes.
+enum Length {
+    Constant(u64),
+    /// An integer argument (an unsigned count; a narrower one is sign-extended, as C's `int n`).
+    Value(llvm::Value),
+    /// The product of two (`fread`'s size and count).
+    Product(llvm::Value, llvm::Value),
+    /// As many as the run says.
+    Unbounded,
+}
+
+/// The check of a write of `len` bytes at `dest` (`None`: `dest` is not followed to an object,
+/// or the write fits).
+fn span_check(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, dest: llvm::Value, len: Length) -> Option<Check> {
+    let (object, offset) = places.offset(dest)?;
+    let size = object_size(td, object)?;
+    let len = match len {
+        Length::Unbounded => return Some(Check::Always),
+        Length::Constant(0) => return None,
+        Length::Constant(n) => match constant_of(offset) {
+            Some(o) => return (o < 0 || (o as i128) + (n as i128) > size as i128).then_some(Check::Always),
+            None => {
+                let hi = size as i128 - n as i128;
+                return if hi < 0 { Some(Check::Always) } else { Some(Check::Offset { offset, hi: i64::try_from(hi).ok()? }) };
+            }
+        },
+        Length::Value(n) => {
+            if llvm::type_kind(llvm::type_of(n)) != LLVMTypeKind::LLVMIntegerTypeKind || llvm::int_width(llvm::type_of(n)) > 64 {
+                return None;
+            }
+            if let (Some(o), Some(n)) = (constant_of(offset), constant_of(n)) {
+                // A constant length is an unsigned count (`size_t`), a negative `int` one too.
+                let n = n as u64;
+                return (n != 0 && (o < 0 || (o as i128) + (n as i128) > size as i128)).then_some(Check::Always);
+            }
+            Count::One(n)
+        }
+        Length::Product(a, b) => {
+            if [a, b].iter().any(|v| llvm::type_kind(llvm::type_of(*v)) != LLVMTypeKind::LLVMIntegerTypeKind || llvm::int_width(llvm::type_of(*v)) > 64) {
+                return None;
+            }
+            Count::Two(a, b)
+        }
+    };
+    Some(Check::Span { offset, len, size: i64::try_from(size).ok()? })
+}
+
+/// The NUL-terminated string a pointer constant points to: a constant global's initializer,
+/// from its start or a constant offset into it (without the NUL).
+fn constant_string(td: llvm_sys::target::LLVMTargetDataRef, p: llvm::Value) -> Option<Vec<u8>> {
+    let (global, skip) = if llvm::is_a_global_variable(p) {
+        (p, 0)
+    } else if is_gep(p) && llvm::is_a_constant_expr(p) {
+        let (c, terms) = gep_byte_offset(td, p)?;
+        (llvm::operand(p, 0), usize::try_from(c).ok().filter(|_| terms.is_empty())?)
+    } else {
+        return None;
+    };
+    if !llvm::is_a_global_variable(global) || !llvm::is_global_constant(global) {
+        return None;
+    }
+    let init = llvm::initializer(global)?;
+    // SAFETY: reading the bytes of a constant data array (checked first) that outlives the call.
+    let bytes = unsafe {
+        if LLVMIsAConstantDataSequential(init).is_null() || LLVMIsConstantString(init) == 0 {
+            return None;
+        }
+        let mut len = 0usize;
+        let ptr = LLVMGetAsString(init, &mut len);
+        std::slice::from_raw_parts(ptr as *const u8, len).to_vec()
+    };
+    let bytes = bytes.get(skip..)?;
+    let end = bytes.iter().position(|&b| b == 0)?;
+    Some(bytes[..end].to_vec())
+}
+
+/// The most bytes a `printf` format prints (its NUL not counted), whatever its arguments:
+/// `None` when a conversion is unbounded (`%s` without a precision, floating point, a `*`
+/// width) or the format is not understood. Generous: signs, prefixes and precisions are
+/// counted at their widest.
+fn print_max_len(format: &[u8]) -> Option<u64> {
+    let mut total: u64 = 0;
+    let mut k = 0;
+    while k < format.len() {
+        if format[k] != b'%' {
+            total += 1;
+            k += 1;
+            continue;
+        }
+        k += 1;
+        if format.get(k) == Some(&b'%') {
+            total += 1;
+            k += 1;
+            continue;
+        }
+        k += format[k..].iter().take_while(|b| b"-+ #0'".contains(b)).count();
+        let number = |k: &mut usize| -> Option<u64> {
+            if format.get(*k) == Some(&b'*') {
+                return None;
+            }
+            let digits = format[*k..].iter().take_while(|b| b.is_ascii_digit()).count();
+            let n = if digits == 0 { 0 } else { std::str::from_utf8(&format[*k..*k + digits]).ok()?.parse().ok()? };
+            *k += digits;
+            Some(n)
+        };
+        let width = number(&mut k)?;
+        let precision = if format.get(k) == Some(&b'.') {
+            k += 1;
+            Some(number(&mut k)?)
+        } else {
+            None
+        };
+        let mut modifier = String::new();
+        while let Some(&b) = format.get(k) {
+            if b"hljztLq".contains(&b) {
+                modifier.push(b as char);
+                k += 1;
+            } else {
+                break;
+            }
+        }
+        let conversion = *format.get(k)?;
+        k += 1;
+        // The longest value of each integer conversion at each size: "-2147483648" is 11.
+        let integer = |long: u64, int: u64, short: u64, char: u64| -> Option<u64> {
+            let digits = match modifier.as_str() {
+                "hh" => char,
+                "h" => short,
+                "" => int,
+                "l" | "ll" | "j" | "z" | "t" | "q" => long,
+                _ => return None,
+            };
+            // A precision pads the digits; a sign, a space or a `0x` prefix comes on top.
+            Some(digits.max(precision.unwrap_or(0) + 1) + 2)
+        };
+        let len = match conversion {
+            b'd' | b'i' => integer(20, 11, 6, 4)?,
+            b'u' => integer(20, 10, 5, 3)?,
+            b'x' | b'X' => integer(16, 8, 4, 2)?,
+            b'o' => integer(22, 11, 6, 3)?,
+            b'c' => 1,
+            b's' => precision?,
+            b'p' => 18,
+            b'n' => 0,
+            _ => return None,
+        };
+        total = total.checked_add(len.max(width))?;
+    }
+    Some(total)
+}
+
+/// What each argument after a `scanf` format gets, in order: `Some(n)`, at most `n` bytes
+/// (`%d` 4, `%lf` 8, `%5s` 6); `None`, a string of any length (`%s`, `%[` without a width).
+/// `None` overall when the format is not understood.
+fn scan_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
+    let mut out = vec![];
+    let mut k = 0;
+    while k < format.len() {
+        if format[k] != b'%' {
+            k += 1;
+            continue;
+        }
+        k += 1;
+        if format.get(k) == Some(&b'%') {
+            k += 1;
+            continue;
+        }
+        let suppressed = format.get(k) == Some(&b'*');
+        if suppressed {
+            k += 1;
+        }
+        let digits = format[k..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let width: Option<u64> = if digits > 0 { std::str::from_utf8(&format[k..k + digits]).ok()?.parse().ok() } else { None };
+        k += digits;
+        let mut modifier = String::new();
+        while let Some(&b) = format.get(k) {
+            if b"hljztLq".contains(&b) {
+                modifier.push(b as char);
+                k += 1;
+            } else {
+                break;
+            }
+        }
+        let conversion = *format.get(k)?;
+        k += 1;
+        if conversion == b'[' {
+            // The set runs to the next `]` (a `]` right after `[` or `[^` belongs to it).
+            if format.get(k) == Some(&b'^') {
+                k += 1;
+            }
+            if format.get(k) == Some(&b']') {
+                k += 1;
+            }
+            k += format[k..].iter().position(|&b| b == b']')? + 1;
+        }
+        if suppressed {
+            continue;
+        }
+        let size = match conversion {
+            b'd' | b'i' | b'u' | b'o' | b'x' | b'X' | b'n' => Some(match modifier.as_str() {
+                "hh" => 1,
+                "h" => 2,
+                "" => 4,
+                "l" | "ll" | "j" | "z" | "t" | "q" | "L" => 8,
+                _ => return None,
+            }),
+            b'f' | b'e' | b'g' | b'E' | b'a' | b'G' | b'F' | b'A' => Some(match modifier.as_str() {
+                "" => 4,
+                "l" => 8,
+                "L" => 16,
+                _ => return None,
+            }),
+            b'p' => Some(8),
+            b'c' => Some(width.unwrap_or(1)),
+            b's' | b'[' => width.map(|w| w + 1),
+            _ => return None,
+        };
+        out.push(size);
+    }
+    Some(out)
+}
+
+fn is_gep(v: llvm::Value) -> bool {
+    let instruction = unsafe { !LLVMIsAGetElementPtrInst(v).is_null() };
+    instruction || (llvm::is_a_constant_expr(v) && llvm::const_expr_opcode(v) == LLVMOpcode::LLVMGetElementPtr)
+}
+
+/// The value of an integer constant, sign-extended (`None`: not a constant of at most 64 bits).
+fn constant_of(v: llvm::Value) -> Option<i64> {
+    if !llvm::is_a_constant_int(v) {
+        return None;
+    }
+    let w = llvm::int_width(llvm::type_of(v));
+    (1..=64).contains(&w).then(|| ((llvm::const_int_zext(v) << (64 - w)) as i64) >> (64 - w))
+}
+
+/// What the pass knows of a pointer value: which object it points into.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// Not known yet (the fixpoint has not reached it).
+    Unseen,
+    /// Into this object (an `alloca`, a global, a constant-size heap block), on every path.
+    Object(llvm::Value),
+    /// Into several objects, or into memory the pass does not follow (parameters, loaded
+    /// pointers, pointers from calls).
+    Unknown,
+}
+
+impl Origin {
+    fn join(self, other: Origin) -> Origin {
+        match (self, other) {
+            (Origin::Unseen, o) | (o, Origin::Unseen) => o,
+            (Origin::Object(a), Origin::Object(b)) if a == b => self,
+            _ => Origin::Unknown,
+        }
+    }
+}
+
+/// The object every pointer of one function points into, and, on demand, its byte offset
+/// into that object as an `i64` computed beside it: `0` at the object, `+ c + Σ index·scale`
+/// at a `getelementptr`, a phi of offsets beside a phi of pointers (a pointer walked by a
+/// loop becomes an integer walked by it, which the loop summaries count), a select beside a
+/// select. Offsets wrap as the machine's addresses do.
+struct Places {
+    td: llvm_sys::target::LLVMTargetDataRef,
+    origin: std::collections::HashMap<llvm::Value, Origin>,
+    offsets: std::collections::HashMap<llvm::Value, llvm::Value>,
+    i64t: LLVMTypeRef,
+    builder: LLVMBuilderRef,
+}
+
+impl Places {
+    fn new(td: llvm_sys::target::LLVMTargetDataRef, m: LLVMModuleRef, f: llvm::Value) -> Places {
+        let ctx = unsafe { LLVMGetModuleContext(m) };
+        let mut places = Places {
+            td,
+            origin: Default::default(),
+            offsets: Default::default(),
+            i64t: unsafe { LLVMInt64TypeInContext(ctx) },
+            builder: unsafe { LLVMCreateBuilderInContext(ctx) },
+        };
+        let pointers: Vec<llvm::Value> = llvm::blocks(f)
+            .into_iter()
+            .flat_map(llvm::instructions)
+            .filter(|&i| llvm::type_kind(llvm::type_of(i)) == LLVMTypeKind::LLVMPointerTypeKind)
+            .collect();
+        // A fixpoint from `Unseen` upwards: each round can only move a value up the
+        // three-level lattice, so a few rounds settle it.
+        loop {
+            let mut changed = false;
+            for &p in &pointers {
+                let now = places.step(p);
+                if places.origin.get(&p).copied().unwrap_or(Origin::Unseen) != now {
+                    places.origin.insert(p, now);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        places
+    }
+
+    /// The origin of `v` from its operands' current ones.
+    fn step(&self, v: llvm::Value) -> Origin {
+        if unsafe { LLVMIsAInstruction(v).is_null() } {
+            return self.constant_origin(v);
+        }
+        match llvm::opcode(v) {
+            LLVMOpcode::LLVMGetElementPtr if gep_byte_offset(self.td, v).is_some() => self.get(llvm::operand(v, 0)),
+            LLVMOpcode::LLVMPHI => llvm::incoming(v).into_iter().fold(Origin::Unseen, |o, (x, _)| o.join(self.get(x))),
+            LLVMOpcode::LLVMSelect => self.get(llvm::operand(v, 1)).join(self.get(llvm::operand(v, 2))),
+            LLVMOpcode::LLVMAlloca | LLVMOpcode::LLVMCall if object_size(self.td, v).is_some() => Origin::Object(v),
+            _ => Origin::Unknown,
+        }
+    }
+
+    fn get(&self, v: llvm::Value) -> Origin {
+        if unsafe { LLVMIsAInstruction(v).is_null() } {
+            return self.constant_origin(v);
+        }
+        self.origin.get(&v).copied().unwrap_or(Origin::Unseen)
+    }
+
+    /// A global with a known size, or a constant `getelementptr` into one.
+    fn constant_origin(&self, v: llvm::Value) -> Origin {
+        if llvm::is_a_global_variable(v) && object_size(self.td, v).is_some() {
+            return Origin::Object(v);
+        }
+        if is_gep(v) && gep_byte_offset(self.td, v).is_some() {
+            return self.constant_origin(llvm::operand(v, 0));
+        }
+        Origin::Unknown
+    }
+
+    /// The object `p` points into and its offset into it (`None`: not known).
+    fn offset(&mut self, p: llvm::Value) -> Option<(llvm::Value, llvm::Value)> {
+        let Origin::Object(object) = self.get(p) else { return None };
+        Some((object, self.materialise(p, object)))
+    }
+
+    fn materialise(&mut self, p: llvm::Value, object: llvm::Value) -> llvm::Value {
+        if p == object {
+            return self.constant(0);
+        }
+        if let Some(&o) = self.offsets.get(&p) {
+            return o;
+        }
+        let is_instruction = unsafe { !LLVMIsAInstruction(p).is_null() };
+        if !is_instruction {
+            // A constant GEP (or a chain of them) on a global: a constant offset.
+            let mut total = 0i64;
+            let mut q = p;
+            while q != object {
+                let (c, _) = gep_byte_offset(self.td, q).expect("a constant GEP the fixpoint followed");
+                total = total.wrapping_add(c);
+                q = llvm::operand(q, 0);
+            }
+            return self.constant(total);
+        }
+        if self.get(p) != Origin::Object(object) {
+            // An incoming value of an unreachable block the fixpoint never reached.
+            return self.constant(0);
+        }
+        match llvm::opcode(p) {
+            LLVMOpcode::LLVMPHI => unsafe {
+                LLVMPositionBuilderBefore(self.builder, p);
+                let phi = LLVMBuildPhi(self.builder, self.i64t, c"apc.off".as_ptr());
+                // Before its incoming values: a loop's phi is among them.
+                self.offsets.insert(p, phi);
+                for (x, b) in llvm::incoming(p) {
+                    let mut v = [self.materialise(x, object)];
+                    let mut b = [b];
+                    LLVMAddIncoming(phi, v.as_mut_ptr(), b.as_mut_ptr(), 1);
+                }
+                phi
+            },
+            LLVMOpcode::LLVMSelect => {
+                let (a, b) = (self.materialise(llvm::operand(p, 1), object), self.materialise(llvm::operand(p, 2), object));
+                let o = unsafe {
+                    self.position_after(p);
+                    LLVMBuildSelect(self.builder, llvm::operand(p, 0), a, b, c"apc.off".as_ptr())
+                };
+                self.offsets.insert(p, o);
+                o
+            }
+            _ => {
+                // A getelementptr: the base's offset plus what it adds.
+                let base = self.materialise(llvm::operand(p, 0), object);
+                let (c, terms) = gep_byte_offset(self.td, p).expect("a GEP the fixpoint followed");
+                let o = unsafe {
+                    self.position_after(p);
+                    let mut o = base;
+                    if c != 0 {
+                        o = LLVMBuildAdd(self.builder, o, self.constant(c), c"apc.off".as_ptr());
+                    }
+                    for (index, scale) in terms {
+                        let w = llvm::int_width(llvm::type_of(index));
+                        let wide = match w.cmp(&64) {
+                            std::cmp::Ordering::Less => LLVMBuildSExt(self.builder, index, self.i64t, c"apc.idx".as_ptr()),
+                            std::cmp::Ordering::Greater => LLVMBuildTrunc(self.builder, index, self.i64t, c"apc.idx".as_ptr()),
+                            std::cmp::Ordering::Equal => index,
+                        };
+                        let scaled = if scale == 1 { wide } else { LLVMBuildMul(self.builder, wide, self.constant(scale), c"apc.idx".as_ptr()) };
+                        o = LLVMBuildAdd(self.builder, o, scaled, c"apc.off".as_ptr());
+                    }
+                    o
+                };
+                self.offsets.insert(p, o);
+                o
+            }
+        }
+    }
+
+    /// Positions the builder right after instruction `i` (after the block's phis when `i` is one).
+    unsafe fn position_after(&self, i: llvm::Value) {
+        let next = if llvm::opcode(i) == LLVMOpcode::LLVMPHI { llvm::get_first_non_phi(LLVMGetInstructionParent(i)) } else { LLVMGetNextInstruction(i) };
+        LLVMPositionBuilderBefore(self.builder, next);
+    }
+
+    fn constant(&self, c: i64) -> llvm::Value {
+        unsafe { LLVMConstInt(self.i64t, c as u64, 1) }
+    }
+}
+
+impl Drop for Places {
+    fn drop(&mut self) {
+        unsafe { LLVMDisposeBuilder(self.builder) };
+    }
+}
+
+/// The byte offset a GEP instruction or constant expression adds to its base (any number of
+/// variable indices).
+fn gep_byte_offset(td: llvm_sys::target::LLVMTargetDataRef, gep: llvm::Value) -> Option<(i64, Vec<(llvm::Value, i64)>)> {
+    let indices: Vec<llvm::Value> = (1..llvm::num_operands(gep)).map(|k| llvm::operand(gep, k)).collect();
+    let (c, terms) = llvm::gep_byte_offset(td, llvm::gep_source_type(gep), &indices)?;
+    terms.iter().all(|(i, _)| llvm::type_kind(llvm::type_of(*i)) == LLVMTypeKind::LLVMIntegerTypeKind).then_some((c, terms))
 }
 
 /// When `index` is a sign or zero extension of a narrower value (`sext i32 %i to i64`, as
@@ -144,7 +735,29 @@ fn in_bounds_indices(c: i128, scale: i128, size: i128, width: i128) -> Option<(i
 
 #[cfg(test)]
 mod tests {
-    use super::in_bounds_indices;
+    use super::{in_bounds_indices, print_max_len, scan_sizes};
+
+    #[test]
+    fn printf_formats_print_at_most() {
+        // "%d" at most "-2147483648" (11, counted generously as 13), "x=" two more.
+        assert_eq!(print_max_len(b"x=%d"), Some(15));
+        assert_eq!(print_max_len(b"%hhx|%8c|%.3s|%%"), Some(4 + 1 + 8 + 1 + 3 + 1 + 1));
+        // Unbounded: a string without a precision, a `*` width, floating point.
+        assert_eq!(print_max_len(b"%s"), None);
+        assert_eq!(print_max_len(b"%*d"), None);
+        assert_eq!(print_max_len(b"%f"), None);
+    }
+
+    #[test]
+    fn scanf_formats_say_how_much_each_argument_gets() {
+        assert_eq!(scan_sizes(b"%d %ld %hhu %lf %f %Lf %p"), Some(vec![Some(4), Some(8), Some(1), Some(8), Some(4), Some(16), Some(8)]));
+        // Strings: their width plus the NUL, or unbounded; `%c` its width; suppressed and
+        // literal percents take no argument.
+        assert_eq!(scan_sizes(b"%7s %s %3c %c %*d %% %[a-z] %5[^]x]"), Some(vec![Some(8), None, Some(3), Some(1), None, Some(6)]));
+        // Not understood: no sizes at all (every argument is then unbounded).
+        assert_eq!(scan_sizes(b"%lk"), None);
+        assert_eq!(scan_sizes(b"%"), None);
+    }
 
     #[test]
     fn in_bounds_indices_of_arrays_fields_and_rows() {
@@ -172,18 +785,98 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
         if llvm::is_declaration(f) || llvm::value_name(f) == super::target::TARGET_MARKER {
             continue;
         }
-        let stores: Vec<(llvm::Value, Check)> = llvm::blocks(f)
+        let mut places = Places::new(td, m, f);
+        let writes: Vec<(llvm::Value, Vec<Check>)> = llvm::blocks(f)
             .into_iter()
             .flat_map(llvm::instructions)
-            .filter(|&i| llvm::opcode(i) == LLVMOpcode::LLVMStore)
-            .filter_map(|s| Some((s, check_of(td, s)?)))
+            .map(|i| match llvm::opcode(i) {
+                LLVMOpcode::LLVMStore => (i, check_of(td, &mut places, i).into_iter().collect()),
+                LLVMOpcode::LLVMCall => (i, call_checks_of(td, &mut places, i)),
+                _ => (i, vec![]),
+            })
+            .filter(|(_, checks)| !checks.is_empty())
             .collect();
-        for (s, check) in stores {
-            unsafe { guard(m, s, check, id) };
+        drop(places);
+        // The tests first, before their writes, for every write: guarding one rebuilds the
+        // phis of its block's successors, and a later write's check may name one (a loop's
+        // offset phi); its tests, built now, keep their operands up to date.
+        let tests: Vec<(llvm::Value, Vec<LLVMValueRef>)> =
+            writes.into_iter().map(|(s, checks)| (s, checks.into_iter().flat_map(|check| unsafe { tests_of(m, s, check) }).collect())).collect();
+        for (s, tests) in tests {
+            unsafe { guard(m, s, &tests, id) };
             marked += 1;
         }
     }
     marked
+}
+
+/// The tests of write `s`, built right before it, each true when the write leaves its object.
+/// Each gets a branch of its own ([`guard`]), not an `or`: each test alone is monotone in a
+/// loop's counter, and the summaries drop the quantifier of such a test only.
+unsafe fn tests_of(m: LLVMModuleRef, s: llvm::Value, check: Check) -> Vec<LLVMValueRef> {
+    let ctx = LLVMGetModuleContext(m);
+    let builder = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderBefore(builder, s);
+    let i1 = LLVMInt1TypeInContext(ctx);
+    let i64t = LLVMInt64TypeInContext(ctx);
+    let k64 = |c: i64| LLVMConstInt(i64t, c as u64, 1);
+    let tests = match check {
+        Check::Always => vec![LLVMConstInt(i1, 1, 0)],
+        Check::Outside { index, lo, hi } => match narrow_tests(index, lo, hi) {
+            // The index as the program computed it (`i`, not `sext(i)`): tests like the
+            // loop's own (`i > 30`), which the loop summaries bound without a quantifier.
+            Some((narrow, signed, below, above)) => {
+                let t = llvm::type_of(narrow);
+                let (lt, gt) = if signed { (LLVMIntPredicate::LLVMIntSLT, LLVMIntPredicate::LLVMIntSGT) } else { (LLVMIntPredicate::LLVMIntULT, LLVMIntPredicate::LLVMIntUGT) };
+                [(lt, below), (gt, above)]
+                    .into_iter()
+                    .filter_map(|(p, b)| b.map(|b| LLVMBuildICmp(builder, p, narrow, LLVMConstInt(t, b as u64, i32::from(signed)), c"apc.oob".as_ptr())))
+                    .collect()
+            }
+            None => {
+                let w = llvm::int_width(llvm::type_of(index));
+                let wide = match w.cmp(&64) {
+                    std::cmp::Ordering::Less => LLVMBuildSExt(builder, index, i64t, c"apc.idx".as_ptr()),
+                    std::cmp::Ordering::Greater => LLVMBuildTrunc(builder, index, i64t, c"apc.idx".as_ptr()),
+                    std::cmp::Ordering::Equal => index,
+                };
+                let from_lo = LLVMBuildSub(builder, wide, k64(lo), c"apc.off".as_ptr());
+                let span = LLVMConstInt(i64t, hi.wrapping_sub(lo) as u64, 0);
+                vec![LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, from_lo, span, c"apc.oob".as_ptr())]
+            }
+        },
+        Check::Offset { offset, hi } => vec![
+            LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntSLT, offset, k64(0), c"apc.oob".as_ptr()),
+            LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntSGT, offset, k64(hi), c"apc.oob".as_ptr()),
+        ],
+        // `len > size`, or `offset < 0`, or `offset > size - len` (no overflow once
+        // `len <= size`). A zero length writes nothing but is judged as any other.
+        Check::Span { offset, len, size } => {
+            let wide = |v: LLVMValueRef| match llvm::int_width(llvm::type_of(v)).cmp(&64) {
+                std::cmp::Ordering::Less => LLVMBuildSExt(builder, v, i64t, c"apc.len".as_ptr()),
+                _ => v,
+            };
+            let mut tests = vec![];
+            let len = match len {
+                Count::One(n) => wide(n),
+                Count::Two(a, b) => {
+                    let (a, b) = (wide(a), wide(b));
+                    // Each factor alone too: their product may wrap.
+                    for f in [a, b] {
+                        tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, f, k64(size), c"apc.oob".as_ptr()));
+                    }
+                    LLVMBuildMul(builder, a, b, c"apc.len".as_ptr())
+                }
+            };
+            tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, len, k64(size), c"apc.oob".as_ptr()));
+            tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntSLT, offset, k64(0), c"apc.oob".as_ptr()));
+            let room = LLVMBuildSub(builder, k64(size), len, c"apc.room".as_ptr());
+            tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntSGT, offset, room, c"apc.oob".as_ptr()));
+            tests
+        }
+    };
+    LLVMDisposeBuilder(builder);
+    tests
 }
 
 /// Splits the block of store `s` right after it: what follows `s` moves to a new block, and
@@ -193,7 +886,7 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
 /// good as before it: the engines model an out-of-bounds store as a write to the object's own
 /// array (the DSE gives up on it, or assumes it inside and no longer claims exactness), and
 /// the branch to the marker is what rules a proof out.
-unsafe fn guard(m: LLVMModuleRef, s: llvm::Value, check: Check, id: u32) {
+unsafe fn guard(m: LLVMModuleRef, s: llvm::Value, tests: &[LLVMValueRef], id: u32) {
     let ctx = LLVMGetModuleContext(m);
     let block = LLVMGetInstructionParent(s);
     let next_block = LLVMGetNextBasicBlock(block);
@@ -236,49 +929,20 @@ unsafe fn guard(m: LLVMModuleRef, s: llvm::Value, check: Check, id: u32) {
     }
     LLVMPositionBuilderAtEnd(builder, block);
     let loc = LLVMInstructionGetDebugLoc(s);
-    let out_of_bounds = match check {
-        Check::Always => LLVMConstInt(LLVMInt1TypeInContext(ctx), 1, 0),
-        Check::Outside { index, lo, hi } => match narrow_tests(index, lo, hi) {
-            // The index as the program computed it (`i`, not `sext(i)`): tests like the
-            // loop's own (`i > 30`), which the loop summaries bound without a quantifier.
-            Some((narrow, signed, below, above)) => {
-                let t = llvm::type_of(narrow);
-                let (lt, gt) = if signed { (LLVMIntPredicate::LLVMIntSLT, LLVMIntPredicate::LLVMIntSGT) } else { (LLVMIntPredicate::LLVMIntULT, LLVMIntPredicate::LLVMIntUGT) };
-                let tests: Vec<LLVMValueRef> = [(lt, below), (gt, above)]
-                    .into_iter()
-                    .filter_map(|(p, b)| b.map(|b| LLVMBuildICmp(builder, p, narrow, LLVMConstInt(t, b as u64, i32::from(signed)), c"apc.oob".as_ptr())))
-                    .collect();
-                match tests.as_slice() {
-                    [] => LLVMConstInt(LLVMInt1TypeInContext(ctx), 0, 0),
-                    [one] => *one,
-                    // Two branches, not `or`: each test alone is monotone in the loop's
-                    // counter, and the summaries drop the quantifier of such a test only.
-                    [below, above, ..] => {
-                        let second = LLVMInsertBasicBlockInContext(ctx, rest, c"apc.bounds".as_ptr());
-                        let br = LLVMBuildCondBr(builder, *below, clobber, second);
-                        if !loc.is_null() {
-                            LLVMInstructionSetDebugLoc(br, loc);
-                        }
-                        LLVMPositionBuilderAtEnd(builder, second);
-                        *above
-                    }
-                }
-            }
-            None => {
-                let i64t = LLVMInt64TypeInContext(ctx);
-                let w = llvm::int_width(llvm::type_of(index));
-                let wide = match w.cmp(&64) {
-                    std::cmp::Ordering::Less => LLVMBuildSExt(builder, index, i64t, c"apc.idx".as_ptr()),
-                    std::cmp::Ordering::Greater => LLVMBuildTrunc(builder, index, i64t, c"apc.idx".as_ptr()),
-                    std::cmp::Ordering::Equal => index,
-                };
-                let from_lo = LLVMBuildSub(builder, wide, LLVMConstInt(i64t, lo as u64, 1), c"apc.off".as_ptr());
-                let span = LLVMConstInt(i64t, hi.wrapping_sub(lo) as u64, 0);
-                LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, from_lo, span, c"apc.oob".as_ptr())
-            }
-        },
+    let i1 = LLVMInt1TypeInContext(ctx);
+    let (last, earlier) = match tests.split_last() {
+        Some((last, earlier)) => (*last, earlier),
+        None => (LLVMConstInt(i1, 0, 0), &[][..]),
     };
-    let br = LLVMBuildCondBr(builder, out_of_bounds, clobber, rest);
+    for &test in earlier {
+        let next = LLVMInsertBasicBlockInContext(ctx, rest, c"apc.bounds".as_ptr());
+        let br = LLVMBuildCondBr(builder, test, clobber, next);
+        if !loc.is_null() {
+            LLVMInstructionSetDebugLoc(br, loc);
+        }
+        LLVMPositionBuilderAtEnd(builder, next);
+    }
+    let br = LLVMBuildCondBr(builder, last, clobber, rest);
     if !loc.is_null() {
         LLVMInstructionSetDebugLoc(br, loc);
     }

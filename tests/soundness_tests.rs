@@ -316,7 +316,7 @@ fn a_store_past_its_object_may_set_a_neighbour() {
 }
 
 #[test]
-fn a_pointer_walked_or_a_library_write_past_its_object_may_set_a_neighbour() {
+fn a_pointer_walked_a_library_write_or_a_variable_length_array_past_its_object_may_set_a_neighbour() {
     // The copy loop of a `strcpy` into a stack buffer, by a pointer the loop walks: the offset
     // the bounds pass tracks beside the pointer (a phi of offsets) is what the check tests.
     let walk = "int f(const char *s) { int admin = 0; char buf[8]; char *p = buf; while (*s) *p++ = *s++; *p = 0; if (admin) reach_error(); return buf[0]; }";
@@ -333,6 +333,11 @@ fn a_pointer_walked_or_a_library_write_past_its_object_may_set_a_neighbour() {
     assert_unreachable(&reach("matrix_twin", matrix_twin, "f"));
     let fill_twin = "#include <string.h>\nint f(int n) { int guard = 0; char a[8]; if (n < 0 || n > 8) return 0; memset(a, 1, n); if (guard) reach_error(); return a[0]; }";
     assert_unreachable(&reach("memset_twin", fill_twin, "f"));
+    // A variable-length array: its size is the program's own value.
+    let vla = "int f(int n, int i, int v) { int guard = 0; if (n <= 0 || n > 100) return 0; int a[n]; a[i] = v; if (guard == 5) reach_error(); return a[0]; }";
+    assert_not_unreachable(&reach("vla_past_end", vla, "f"));
+    let vla_twin = "int f(int n, int i, int v) { int guard = 0; if (n <= 0 || n > 100) return 0; int a[n]; if (i < 0 || i >= n) return 0; a[i] = v; if (guard == 5) reach_error(); return a[0]; }";
+    assert_unreachable(&reach("vla_twin", vla_twin, "f"));
 }
 
 #[test]

@@ -83,6 +83,25 @@ fn object_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Op
     llvm::alloc_size(td, t).checked_mul(llvm::const_int_zext(count))
 }
 
+/// The size of an `alloca` of a variable count (`char buf[n]`, `alloca(n)`): the count, and
+/// the size of one element.
+fn dynamic_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Option<(llvm::Value, u64)> {
+    if unsafe { LLVMIsAAllocaInst(base).is_null() } {
+        return None;
+    }
+    let count = llvm::operand(base, 0);
+    let t = llvm::allocated_type(base);
+    let w = llvm::int_width(llvm::type_of(count));
+    (!llvm::is_a_constant_int(count) && llvm::is_sized(t) && (1..=64).contains(&w)).then(|| (count, llvm::alloc_size(td, t)))
+}
+
+/// An object's size in bytes: a constant, or `count · element` computed by the program.
+#[derive(Clone, Copy)]
+enum Bytes {
+    Constant(i64),
+    Count(llvm::Value, u64),
+}
+
 /// What a store's bounds check is.
 enum Check {
     /// Out of bounds on every run that executes it.
@@ -92,13 +111,14 @@ enum Check {
     /// Out of bounds when the byte offset into the object (an `i64` the pass computed beside
     /// the program's pointer, see [`Places`]) is outside `[0, hi]`.
     Offset { offset: llvm::Value, hi: i64 },
-    /// A library write of `len` bytes (`memset`, `fgets`) at byte offset `offset` of an object
-    /// of `size` bytes: out of bounds when it does not fit.
-    Span { offset: llvm::Value, len: Count, size: i64 },
+    /// A write of `len` bytes (`memset`, `fgets`, or a store into a variable-length array) at
+    /// byte offset `offset` of an object of `size` bytes: out of bounds when it does not fit.
+    Span { offset: llvm::Value, len: Count, size: Bytes },
 }
 
-/// A length computed by the program: one integer, or the product of two (`fread`).
+/// A length: a constant, one integer the program computed, or the product of two (`fread`).
 enum Count {
+    Constant(u64),
     One(llvm::Value),
     Two(llvm::Value, llvm::Value),
 }
@@ -128,8 +148,11 @@ fn check_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, s: llv
     // Any other pointer into a known object (`*p++ = c` in a loop, `m[i][j]`, `q = p + k`):
     // the byte offset the pass tracks beside it.
     let (object, offset) = places.offset(ptr)?;
-    let size = object_size(td, object)? as i128;
-    let hi = size - width;
+    let Some(size) = object_size(td, object) else {
+        let (count, element) = dynamic_size(td, object)?;
+        return Some(Check::Span { offset, len: Count::Constant(width as u64), size: Bytes::Count(count, element) });
+    };
+    let hi = size as i128 - width;
     if hi < 0 {
         return Some(Check::Always);
     }
@@ -271,7 +294,18 @@ enum Length {
 /// or the write fits).
 fn span_check(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, dest: llvm::Value, len: Length) -> Option<Check> {
     let (object, offset) = places.offset(dest)?;
-    let size = object_size(td, object)?;
+    let Some(size) = object_size(td, object) else {
+        // A variable-length array: every length is checked at run time.
+        let (count, element) = dynamic_size(td, object)?;
+        let len = match len {
+            Length::Unbounded => return Some(Check::Always),
+            Length::Constant(0) => return None,
+            Length::Constant(n) => Count::Constant(n),
+            Length::Value(n) => Count::One(n),
+            Length::Product(a, b) => Count::Two(a, b),
+        };
+        return Some(Check::Span { offset, len, size: Bytes::Count(count, element) });
+    };
     let len = match len {
         Length::Unbounded => return Some(Check::Always),
         Length::Constant(0) => return None,
@@ -300,7 +334,7 @@ fn span_check(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, dest
             Count::Two(a, b)
         }
     };
-    Some(Check::Span { offset, len, size: i64::try_from(size).ok()? })
+    Some(Check::Span { offset, len, size: Bytes::Constant(i64::try_from(size).ok()?) })
 }
 
 /// The NUL-terminated string a pointer constant points to: a constant global's initializer,
@@ -569,7 +603,7 @@ impl Places {
             LLVMOpcode::LLVMGetElementPtr if gep_byte_offset(self.td, v).is_some() => self.get(llvm::operand(v, 0)),
             LLVMOpcode::LLVMPHI => llvm::incoming(v).into_iter().fold(Origin::Unseen, |o, (x, _)| o.join(self.get(x))),
             LLVMOpcode::LLVMSelect => self.get(llvm::operand(v, 1)).join(self.get(llvm::operand(v, 2))),
-            LLVMOpcode::LLVMAlloca | LLVMOpcode::LLVMCall if object_size(self.td, v).is_some() => Origin::Object(v),
+            LLVMOpcode::LLVMAlloca | LLVMOpcode::LLVMCall if object_size(self.td, v).is_some() || dynamic_size(self.td, v).is_some() => Origin::Object(v),
             _ => Origin::Unknown,
         }
     }
@@ -857,20 +891,32 @@ unsafe fn tests_of(m: LLVMModuleRef, s: llvm::Value, check: Check) -> Vec<LLVMVa
                 _ => v,
             };
             let mut tests = vec![];
+            let size = match size {
+                Bytes::Constant(n) => k64(n),
+                Bytes::Count(count, element) => {
+                    let count = match llvm::int_width(llvm::type_of(count)).cmp(&64) {
+                        // An `alloca`'s count is unsigned.
+                        std::cmp::Ordering::Less => LLVMBuildZExt(builder, count, i64t, c"apc.count".as_ptr()),
+                        _ => count,
+                    };
+                    LLVMBuildMul(builder, count, k64(element as i64), c"apc.size".as_ptr())
+                }
+            };
             let len = match len {
+                Count::Constant(n) => k64(n as i64),
                 Count::One(n) => wide(n),
                 Count::Two(a, b) => {
                     let (a, b) = (wide(a), wide(b));
                     // Each factor alone too: their product may wrap.
                     for f in [a, b] {
-                        tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, f, k64(size), c"apc.oob".as_ptr()));
+                        tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, f, size, c"apc.oob".as_ptr()));
                     }
                     LLVMBuildMul(builder, a, b, c"apc.len".as_ptr())
                 }
             };
-            tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, len, k64(size), c"apc.oob".as_ptr()));
+            tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, len, size, c"apc.oob".as_ptr()));
             tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntSLT, offset, k64(0), c"apc.oob".as_ptr()));
-            let room = LLVMBuildSub(builder, k64(size), len, c"apc.room".as_ptr());
+            let room = LLVMBuildSub(builder, size, len, c"apc.room".as_ptr());
             tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntSGT, offset, room, c"apc.oob".as_ptr()));
             tests
         }

@@ -341,6 +341,26 @@ fn a_pointer_walked_a_library_write_or_a_variable_length_array_past_its_object_m
 }
 
 #[test]
+fn heap_blocks_of_computed_sizes_atomics_and_forged_pointers_may_write_past_an_object() {
+    // `malloc(n)` and `calloc(n, 1)` written past their end into the next block.
+    let heap = "int f(int n, int v) { if (n < 1 || n > 16) return 0; char *p = malloc(n); char *q = malloc(8); if (!p || !q) return 0; q[0] = 0; if (v >= 0 && v < 64) p[v] = 1; if (q[0]) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("malloc_n_past_end", heap, "f"));
+    assert_not_unreachable(&reach("calloc_n_past_end", &heap.replace("malloc(n)", "calloc(n, 1)"), "f"));
+    // An atomic read-modify-write past its array, and a pointer made from an integer.
+    let atomic = "int f(int i, int v) { int flag = 0; int a[4] = {0}; if (i >= 0 && i < 16) __sync_fetch_and_add(&a[i], v); if (flag) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("atomic_past_end", atomic, "f"));
+    let forged = "#include <stdint.h>\nint f(int a, int b) { int flag = 0; int x = 0; uintptr_t u = (uintptr_t)&x; if (b >= -64 && b < 64) u += b; *(int*)u = a; if (flag) reach_error(); return x; }";
+    assert_not_unreachable(&reach("inttoptr_write", forged, "f"));
+    // Twins: the index checked against the block's size, the atomic one against the array's,
+    // and the forged write on no path.
+    let heap_twin = heap.replace("v < 64", "v < n");
+    assert_unreachable(&reach("malloc_n_twin", &heap_twin, "f"));
+    assert_unreachable(&reach("atomic_twin", &atomic.replace("i < 16", "i < 4"), "f"));
+    let forged_twin = forged.replace("u += b;", "u += b; else return 0;").replace("*(int*)u = a;", "if (b > 100) *(int*)u = a;");
+    assert_unreachable(&reach("inttoptr_twin", &forged_twin, "f"));
+}
+
+#[test]
 fn c_library_writes_past_an_object_may_set_a_neighbour() {
     // `strcpy` of an input and `sscanf`'s `%s` write as much as the input holds.
     let copy = "#include <string.h>\nint f(const char *s) { int admin = 0; char buf[8]; strcpy(buf, s); if (admin) reach_error(); return buf[0]; }";

@@ -65,10 +65,9 @@ fn object_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Op
             return None;
         }
         let arg = |k: u32| Some(llvm::operand(base, k)).filter(|&a| llvm::is_a_constant_int(a)).map(llvm::const_int_zext);
-        return match llvm::value_name(callee).as_str() {
-            "malloc" => arg(0),
-            "calloc" => arg(0)?.checked_mul(arg(1)?),
-            _ => None,
+        return match allocation_size_args(base)? {
+            (n, None) => arg(n),
+            (a, Some(b)) => arg(a)?.checked_mul(arg(b)?),
         };
     }
     let is_alloca = unsafe { !LLVMIsAAllocaInst(base).is_null() };
@@ -85,21 +84,53 @@ fn object_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Op
 
 /// The size of an `alloca` of a variable count (`char buf[n]`, `alloca(n)`): the count, and
 /// the size of one element.
-fn dynamic_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Option<(llvm::Value, u64)> {
+fn dynamic_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Option<Bytes> {
+    let int = |v: llvm::Value| llvm::type_kind(llvm::type_of(v)) == LLVMTypeKind::LLVMIntegerTypeKind && (1..=64).contains(&llvm::int_width(llvm::type_of(v)));
+    if unsafe { !LLVMIsACallInst(base).is_null() } {
+        // A heap block of a size the program computes (`malloc(n)`, `calloc(n, 4)`).
+        let (a, b) = allocation_size_args(base)?;
+        let (a, b) = (llvm::operand(base, a), b.map(|b| llvm::operand(base, b)));
+        if !int(a) || !b.is_none_or(int) {
+            return None;
+        }
+        return match b {
+            None => Some(Bytes::Count(a, 1)),
+            Some(b) if llvm::is_a_constant_int(b) => Some(Bytes::Count(a, llvm::const_int_zext(b))),
+            Some(b) if llvm::is_a_constant_int(a) => Some(Bytes::Count(b, llvm::const_int_zext(a))),
+            Some(b) => Some(Bytes::Product(a, b)),
+        };
+    }
     if unsafe { LLVMIsAAllocaInst(base).is_null() } {
         return None;
     }
     let count = llvm::operand(base, 0);
     let t = llvm::allocated_type(base);
-    let w = llvm::int_width(llvm::type_of(count));
-    (!llvm::is_a_constant_int(count) && llvm::is_sized(t) && (1..=64).contains(&w)).then(|| (count, llvm::alloc_size(td, t)))
+    (!llvm::is_a_constant_int(count) && llvm::is_sized(t) && int(count)).then(|| Bytes::Count(count, llvm::alloc_size(td, t)))
 }
 
-/// An object's size in bytes: a constant, or `count · element` computed by the program.
+/// The arguments of an allocator's call that give the block's size: one (`malloc(n)`,
+/// `realloc(p, n)`) or two multiplied (`calloc(n, size)`).
+fn allocation_size_args(call: llvm::Value) -> Option<(u32, Option<u32>)> {
+    let callee = unsafe { LLVMGetCalledValue(call) };
+    if callee.is_null() || !llvm::is_a_function(callee) {
+        return None;
+    }
+    let (a, b) = match llvm::value_name(callee).as_str() {
+        "malloc" => (0, None),
+        "calloc" => (0, Some(1)),
+        "realloc" | "aligned_alloc" => (1, None),
+        _ => return None,
+    };
+    (b.unwrap_or(a) < llvm::call_arg_count(call)).then_some((a, b))
+}
+
+/// An object's size in bytes: a constant, `count · element` with a count the program computes,
+/// or the product of two values it computes (`calloc(n, m)`).
 #[derive(Clone, Copy)]
 enum Bytes {
     Constant(i64),
     Count(llvm::Value, u64),
+    Product(llvm::Value, llvm::Value),
 }
 
 /// What a store's bounds check is.
@@ -116,17 +147,29 @@ enum Check {
     Span { offset: llvm::Value, len: Count, size: Bytes },
 }
 
-/// A length: a constant, one integer the program computed, or the product of two (`fread`).
+/// A length: a constant, one integer the program computed, the product of two (`fread`), or
+/// one times a constant (`wmemcpy`).
 enum Count {
     Constant(u64),
     One(llvm::Value),
     Two(llvm::Value, llvm::Value),
+    Scaled(llvm::Value, u64),
 }
 
 /// The check a store `s` needs (`None`: in bounds, or not covered).
 fn check_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, s: llvm::Value) -> Option<Check> {
-    let ptr = llvm::operand(s, 1);
-    let vt = llvm::type_of(llvm::operand(s, 0));
+    // The address and the value written: a store's, an atomic read-modify-write's, a
+    // compare-and-swap's.
+    let (ptr, value) = match llvm::opcode(s) {
+        LLVMOpcode::LLVMStore => (llvm::operand(s, 1), llvm::operand(s, 0)),
+        LLVMOpcode::LLVMAtomicRMW => (llvm::operand(s, 0), llvm::operand(s, 1)),
+        LLVMOpcode::LLVMAtomicCmpXchg => (llvm::operand(s, 0), llvm::operand(s, 2)),
+        _ => return None,
+    };
+    if places.get(ptr) == Origin::Forged {
+        return Some(Check::Always);
+    }
+    let vt = llvm::type_of(value);
     if !llvm::is_sized(vt) {
         return None;
     }
@@ -149,8 +192,7 @@ fn check_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, s: llv
     // the byte offset the pass tracks beside it.
     let (object, offset) = places.offset(ptr)?;
     let Some(size) = object_size(td, object) else {
-        let (count, element) = dynamic_size(td, object)?;
-        return Some(Check::Span { offset, len: Count::Constant(width as u64), size: Bytes::Count(count, element) });
+        return Some(Check::Span { offset, len: Count::Constant(width as u64), size: dynamic_size(td, object)? });
     };
     let hi = size as i128 - width;
     if hi < 0 {
@@ -169,6 +211,8 @@ enum LibraryWrite {
     Bounded { dest: u32, n: u32, times: Option<u32> },
     /// A fixed number of bytes at `dest` (`strtol`'s end pointer).
     Fixed { dest: u32, bytes: u64 },
+    /// At most argument `n` wide characters (4 bytes each) at `dest`.
+    Wide { dest: u32, n: u32 },
     /// A copy of the string at `src`, its NUL included (`strcpy`): bounded when that string is
     /// a constant.
     String { dest: u32, src: u32 },
@@ -188,7 +232,33 @@ fn library_write(name: &str) -> Option<LibraryWrite> {
     use LibraryWrite::*;
     // glibc's headers name the C99 `scanf`s `__isoc99_sscanf` (`__isoc23_` for C23).
     let name = name.strip_prefix("__isoc99_").or_else(|| name.strip_prefix("__isoc23_")).unwrap_or(name);
+    // The fortified variants (`__memcpy_chk`): their object-size argument comes last, or
+    // before the format.
+    match name {
+        "__sprintf_chk" | "__vsprintf_chk" => return Some(Print { dest: 0, format: 3 }),
+        "__snprintf_chk" | "__vsnprintf_chk" => return Some(Bounded { dest: 0, n: 1, times: None }),
+        "__fgets_chk" => return Some(Bounded { dest: 0, n: 2, times: None }),
+        "__read_chk" => return Some(Bounded { dest: 1, n: 2, times: None }),
+        _ => {}
+    }
+    let name = name.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(name);
     Some(match name {
+        "memccpy" => Bounded { dest: 0, n: 3, times: None },
+        "swab" => Bounded { dest: 1, n: 2, times: None },
+        "strxfrm" => Bounded { dest: 0, n: 2, times: None },
+        "strerror_r" | "ttyname_r" => Bounded { dest: 1, n: 2, times: None },
+        "getlogin_r" => Bounded { dest: 0, n: 1, times: None },
+        "qsort" => Bounded { dest: 0, n: 1, times: Some(2) },
+        // `wchar_t` is 4 bytes here.
+        "mbstowcs" | "wcsncpy" | "wmemcpy" | "wmemmove" | "wmemset" => Wide { dest: 0, n: 2 },
+        "wcscpy" | "wcscat" | "wcsncat" => Unbounded { dest: 0 },
+        "time" => Fixed { dest: 0, bytes: 8 },
+        "pipe" => Fixed { dest: 0, bytes: 8 },
+        "gettimeofday" => Fixed { dest: 0, bytes: 16 },
+        "localtime_r" | "gmtime_r" => Fixed { dest: 1, bytes: 56 },
+        "stat" | "fstat" | "lstat" => Fixed { dest: 1, bytes: 144 },
+        "frexp" | "frexpf" | "remquo" => Fixed { dest: if name == "remquo" { 2 } else { 1 }, bytes: 4 },
+        "modf" => Fixed { dest: 1, bytes: 8 },
         "memset" | "memcpy" | "memmove" | "mempcpy" | "strncpy" | "stpncpy" => Bounded { dest: 0, n: 2, times: None },
         "bzero" | "explicit_bzero" | "snprintf" | "vsnprintf" | "fgets" | "getcwd" | "gethostname" => Bounded { dest: 0, n: 1, times: None },
         "read" | "pread" | "recv" | "readlink" => Bounded { dest: 1, n: 2, times: None },
@@ -209,6 +279,12 @@ fn library_write(name: &str) -> Option<LibraryWrite> {
 /// the C library's writers ([`library_write`]) into a known object.
 fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, c: llvm::Value) -> Vec<Check> {
     let callee = unsafe { LLVMGetCalledValue(c) };
+    if !callee.is_null() && llvm::is_a_inline_asm(callee) {
+        // Inline assembly may write anywhere from a pointer it is given.
+        let args = llvm::call_arg_count(c);
+        let reaches = (0..args).map(|k| places.get(llvm::operand(c, k))).any(|o| matches!(o, Origin::Object(_) | Origin::Forged));
+        return if reaches { vec![Check::Always] } else { vec![] };
+    }
     if callee.is_null() || !llvm::is_a_function(callee) {
         return vec![];
     }
@@ -235,6 +311,10 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
                 Some(None) => return vec![],
             };
             checks.extend(span_check(td, places, dest, len));
+        }
+        LibraryWrite::Wide { dest, n } => {
+            let (Some(dest), Some(n)) = (arg(dest), arg(n)) else { return vec![] };
+            checks.extend(span_check(td, places, dest, Length::Scaled(n, 4)));
         }
         LibraryWrite::Fixed { dest, bytes } => {
             let Some(dest) = arg(dest) else { return vec![] };
@@ -286,6 +366,8 @@ enum Length {
     Value(llvm::Value),
     /// The product of two (`fread`'s size and count).
     Product(llvm::Value, llvm::Value),
+    /// An integer argument times a constant (`wmemcpy`'s count of wide characters).
+    Scaled(llvm::Value, u64),
     /// As many as the run says.
     Unbounded,
 }
@@ -294,46 +376,34 @@ enum Length {
 /// or the write fits).
 fn span_check(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, dest: llvm::Value, len: Length) -> Option<Check> {
     let (object, offset) = places.offset(dest)?;
-    let Some(size) = object_size(td, object) else {
-        // A variable-length array: every length is checked at run time.
-        let (count, element) = dynamic_size(td, object)?;
-        let len = match len {
-            Length::Unbounded => return Some(Check::Always),
-            Length::Constant(0) => return None,
-            Length::Constant(n) => Count::Constant(n),
-            Length::Value(n) => Count::One(n),
-            Length::Product(a, b) => Count::Two(a, b),
-        };
-        return Some(Check::Span { offset, len, size: Bytes::Count(count, element) });
-    };
+    let int = |v: &llvm::Value| llvm::type_kind(llvm::type_of(*v)) == LLVMTypeKind::LLVMIntegerTypeKind && llvm::int_width(llvm::type_of(*v)) <= 64;
     let len = match len {
         Length::Unbounded => return Some(Check::Always),
         Length::Constant(0) => return None,
-        Length::Constant(n) => match constant_of(offset) {
-            Some(o) => return (o < 0 || (o as i128) + (n as i128) > size as i128).then_some(Check::Always),
-            None => {
-                let hi = size as i128 - n as i128;
-                return if hi < 0 { Some(Check::Always) } else { Some(Check::Offset { offset, hi: i64::try_from(hi).ok()? }) };
-            }
+        Length::Constant(n) => Count::Constant(n),
+        // A constant length is an unsigned count (`size_t`; a negative `int` one too).
+        Length::Value(n) if llvm::is_a_constant_int(n) && int(&n) => match constant_of(n)? as u64 {
+            0 => return None,
+            n => Count::Constant(n),
         },
-        Length::Value(n) => {
-            if llvm::type_kind(llvm::type_of(n)) != LLVMTypeKind::LLVMIntegerTypeKind || llvm::int_width(llvm::type_of(n)) > 64 {
-                return None;
-            }
-            if let (Some(o), Some(n)) = (constant_of(offset), constant_of(n)) {
-                // A constant length is an unsigned count (`size_t`), a negative `int` one too.
-                let n = n as u64;
-                return (n != 0 && (o < 0 || (o as i128) + (n as i128) > size as i128)).then_some(Check::Always);
-            }
-            Count::One(n)
-        }
-        Length::Product(a, b) => {
-            if [a, b].iter().any(|v| llvm::type_kind(llvm::type_of(*v)) != LLVMTypeKind::LLVMIntegerTypeKind || llvm::int_width(llvm::type_of(*v)) > 64) {
-                return None;
-            }
-            Count::Two(a, b)
-        }
+        Length::Value(n) if int(&n) => Count::One(n),
+        Length::Product(a, b) if int(&a) && int(&b) => Count::Two(a, b),
+        Length::Scaled(n, k) if int(&n) => Count::Scaled(n, k),
+        _ => return None,
     };
+    let Some(size) = object_size(td, object) else {
+        // A variable-length array or heap block: checked against the size the program computed.
+        return Some(Check::Span { offset, len, size: dynamic_size(td, object)? });
+    };
+    if let Count::Constant(n) = len {
+        // Decided here when the offset is a constant too, else a test of the offset alone.
+        let hi = size as i128 - n as i128;
+        return match constant_of(offset) {
+            Some(o) => (o < 0 || o as i128 > hi).then_some(Check::Always),
+            None if hi < 0 => Some(Check::Always),
+            None => Some(Check::Offset { offset, hi: i64::try_from(hi).ok()? }),
+        };
+    }
     Some(Check::Span { offset, len, size: Bytes::Constant(i64::try_from(size).ok()?) })
 }
 
@@ -536,12 +606,16 @@ enum Origin {
     /// Into several objects, or into memory the pass does not follow (parameters, loaded
     /// pointers, pointers from calls).
     Unknown,
+    /// Made from an integer (`inttoptr`) or by inline assembly, on some path: anywhere,
+    /// a neighbour of any object included.
+    Forged,
 }
 
 impl Origin {
     fn join(self, other: Origin) -> Origin {
         match (self, other) {
             (Origin::Unseen, o) | (o, Origin::Unseen) => o,
+            (Origin::Forged, _) | (_, Origin::Forged) => Origin::Forged,
             (Origin::Object(a), Origin::Object(b)) if a == b => self,
             _ => Origin::Unknown,
         }
@@ -604,6 +678,9 @@ impl Places {
             LLVMOpcode::LLVMPHI => llvm::incoming(v).into_iter().fold(Origin::Unseen, |o, (x, _)| o.join(self.get(x))),
             LLVMOpcode::LLVMSelect => self.get(llvm::operand(v, 1)).join(self.get(llvm::operand(v, 2))),
             LLVMOpcode::LLVMAlloca | LLVMOpcode::LLVMCall if object_size(self.td, v).is_some() || dynamic_size(self.td, v).is_some() => Origin::Object(v),
+            // An address made from an integer or by inline assembly may point anywhere.
+            LLVMOpcode::LLVMIntToPtr => Origin::Forged,
+            LLVMOpcode::LLVMCall if llvm::is_a_inline_asm(llvm::called_value(v)) => Origin::Forged,
             _ => Origin::Unknown,
         }
     }
@@ -622,6 +699,9 @@ impl Places {
         }
         if is_gep(v) && gep_byte_offset(self.td, v).is_some() {
             return self.constant_origin(llvm::operand(v, 0));
+        }
+        if llvm::is_a_constant_expr(v) && llvm::const_expr_opcode(v) == LLVMOpcode::LLVMIntToPtr {
+            return Origin::Forged;
         }
         Origin::Unknown
     }
@@ -824,7 +904,7 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
             .into_iter()
             .flat_map(llvm::instructions)
             .map(|i| match llvm::opcode(i) {
-                LLVMOpcode::LLVMStore => (i, check_of(td, &mut places, i).into_iter().collect()),
+                LLVMOpcode::LLVMStore | LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => (i, check_of(td, &mut places, i).into_iter().collect()),
                 LLVMOpcode::LLVMCall => (i, call_checks_of(td, &mut places, i)),
                 _ => (i, vec![]),
             })
@@ -890,16 +970,26 @@ unsafe fn tests_of(m: LLVMModuleRef, s: llvm::Value, check: Check) -> Vec<LLVMVa
                 std::cmp::Ordering::Less => LLVMBuildSExt(builder, v, i64t, c"apc.len".as_ptr()),
                 _ => v,
             };
+            // Sizes are unsigned (`size_t`, an `alloca`'s count).
+            let unsigned = |v: LLVMValueRef| match llvm::int_width(llvm::type_of(v)).cmp(&64) {
+                std::cmp::Ordering::Less => LLVMBuildZExt(builder, v, i64t, c"apc.count".as_ptr()),
+                _ => v,
+            };
             let mut tests = vec![];
             let size = match size {
                 Bytes::Constant(n) => k64(n),
                 Bytes::Count(count, element) => {
-                    let count = match llvm::int_width(llvm::type_of(count)).cmp(&64) {
-                        // An `alloca`'s count is unsigned.
-                        std::cmp::Ordering::Less => LLVMBuildZExt(builder, count, i64t, c"apc.count".as_ptr()),
-                        _ => count,
-                    };
+                    let count = unsigned(count);
                     LLVMBuildMul(builder, count, k64(element as i64), c"apc.size".as_ptr())
+                }
+                Bytes::Product(a, b) => {
+                    // Each factor alone too: their product may wrap.
+                    let (a, b) = (unsigned(a), unsigned(b));
+                    let size = LLVMBuildMul(builder, a, b, c"apc.size".as_ptr());
+                    for f in [a, b] {
+                        tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, f, size, c"apc.oob".as_ptr()));
+                    }
+                    size
                 }
             };
             let len = match len {
@@ -912,6 +1002,11 @@ unsafe fn tests_of(m: LLVMModuleRef, s: llvm::Value, check: Check) -> Vec<LLVMVa
                         tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, f, size, c"apc.oob".as_ptr()));
                     }
                     LLVMBuildMul(builder, a, b, c"apc.len".as_ptr())
+                }
+                Count::Scaled(n, k) => {
+                    let n = wide(n);
+                    tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, n, size, c"apc.oob".as_ptr()));
+                    LLVMBuildMul(builder, n, k64(k as i64), c"apc.len".as_ptr())
                 }
             };
             tests.push(LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, len, size, c"apc.oob".as_ptr()));

@@ -361,6 +361,16 @@ fn heap_blocks_of_computed_sizes_atomics_and_forged_pointers_may_write_past_an_o
 }
 
 #[test]
+fn a_freed_block_may_be_handed_out_again() {
+    // `malloc` hands p's block to q: the write through p sets q[0].
+    let reuse = "int f(int a) { int *p = malloc(16); if (!p) return 0; free(p); int *q = malloc(16); if (!q) return 0; q[0] = 0; p[0] = a; if (q[0] == 7) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("use_after_free", reuse, "f"));
+    // Twin: every access before the free.
+    let twin = "int f(int a) { int *p = malloc(16); int *q = malloc(16); if (!p || !q) return 0; q[0] = 0; p[0] = a; free(p); if (q[0] == 7) reach_error(); free(q); return 0; }";
+    assert_unreachable(&reach("use_before_free", twin, "f"));
+}
+
+#[test]
 fn c_library_writes_past_an_object_may_set_a_neighbour() {
     // `strcpy` of an input and `sscanf`'s `%s` write as much as the input holds.
     let copy = "#include <string.h>\nint f(const char *s) { int admin = 0; char buf[8]; strcpy(buf, s); if (admin) reach_error(); return buf[0]; }";

@@ -16,19 +16,24 @@
 //! markers).
 //!
 //! Covered (after normalisation, so inlined helpers and promoted pointers count): writes into
-//! a local (`alloca`), a global defined here, or a heap block of a constant size
-//! (`malloc(16)`), through any pointer the pass can follow back to that object through
-//! `getelementptr`s, phis and selects:
+//! a local (`alloca`, a variable-length array too), a global defined here, or a heap block
+//! (`malloc(16)`, `malloc(n)`, `calloc(n, m)`: the size the program computed), through any
+//! pointer the pass can follow back to that object through `getelementptr`s, phis and selects:
 //! - stores by index (`a[i]`, `s.buf[i]`, `m[2][j]`, `p[1]` after `p = &x`), tested on the index
 //!   as the program computed it;
 //! - stores through a pointer walked by a loop (`*p++ = c`), several indices (`m[i][j]`) or
 //!   pointer arithmetic (`q = p + k`), tested on a byte offset computed beside the pointer
 //!   ([`Places`]);
-//! - `memset`, `memcpy` and `memmove` (LLVM's intrinsics) of a length past the object.
+//! - `memset`, `memcpy` and `memmove` (LLVM's intrinsics) of a length past the object, the C
+//!   library's writers ([`library_write`]: `strcpy`, `fgets`, `scanf`'s `%s`, ...), atomic
+//!   read-modify-writes;
+//! - always: stores through a pointer made from an integer or by inline assembly, pointers
+//!   handed to inline assembly, and any access to a heap block after a `free` of it.
 //!
 //! Not covered: writes through pointers the pass cannot follow to one object (parameters,
-//! pointers loaded from memory or returned by calls, a phi of two objects), and library calls
-//! without a model (`strcpy`, `strcat`: the engines give up on those anyway).
+//! pointers loaded from memory, including a pointer moved through its integer view in memory,
+//! or returned by calls, a phi of two objects), library functions not in the table, and
+//! `longjmp` back into a frame whose locals changed since `setjmp`.
 
 use super::llvm;
 use llvm_sys::core::*;
@@ -900,10 +905,12 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
             continue;
         }
         let mut places = Places::new(td, m, f);
+        let after_free = AfterFree::new(f, &places);
         let writes: Vec<(llvm::Value, Vec<Check>)> = llvm::blocks(f)
             .into_iter()
             .flat_map(llvm::instructions)
             .map(|i| match llvm::opcode(i) {
+                _ if after_free.may_follow(&places, i) => (i, vec![Check::Always]),
                 LLVMOpcode::LLVMStore | LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => (i, check_of(td, &mut places, i).into_iter().collect()),
                 LLVMOpcode::LLVMCall => (i, call_checks_of(td, &mut places, i)),
                 _ => (i, vec![]),
@@ -922,6 +929,72 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
         }
     }
     marked
+}
+
+/// The heap blocks a function frees, and where that may have happened: an access to a block
+/// after its `free` (or a `realloc` that may have moved it) reads or writes whatever block
+/// `malloc` handed out at that address since. Such accesses are clobber sites too.
+struct AfterFree {
+    /// Each freed block, with the blocks of code reachable from the `free` (its own included
+    /// when a loop leads back to it) and the `free` call itself.
+    frees: Vec<(llvm::Value, llvm::Value, std::collections::HashSet<LLVMBasicBlockRef>)>,
+}
+
+impl AfterFree {
+    fn new(f: llvm::Value, places: &Places) -> AfterFree {
+        let mut frees = vec![];
+        for i in llvm::blocks(f).into_iter().flat_map(llvm::instructions) {
+            if llvm::opcode(i) != LLVMOpcode::LLVMCall || llvm::call_arg_count(i) == 0 {
+                continue;
+            }
+            let callee = llvm::called_value(i);
+            if !llvm::is_a_function(callee) || !matches!(llvm::value_name(callee).as_str(), "free" | "realloc") {
+                continue;
+            }
+            let Origin::Object(block) = places.get(llvm::operand(i, 0)) else { continue };
+            if unsafe { LLVMIsACallInst(block).is_null() } {
+                continue;
+            }
+            let mut seen = std::collections::HashSet::new();
+            let mut work: Vec<LLVMBasicBlockRef> = llvm::successors(unsafe { LLVMGetBasicBlockTerminator(LLVMGetInstructionParent(i)) });
+            while let Some(b) = work.pop() {
+                if seen.insert(b) {
+                    work.extend(llvm::successors(unsafe { LLVMGetBasicBlockTerminator(b) }));
+                }
+            }
+            frees.push((block, i, seen));
+        }
+        AfterFree { frees }
+    }
+
+    /// Whether `i` loads from or writes into a block that may have been freed before it.
+    fn may_follow(&self, places: &Places, i: llvm::Value) -> bool {
+        if self.frees.is_empty() {
+            return false;
+        }
+        let ptr = match llvm::opcode(i) {
+            LLVMOpcode::LLVMStore => llvm::operand(i, 1),
+            LLVMOpcode::LLVMLoad | LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => llvm::operand(i, 0),
+            LLVMOpcode::LLVMCall if llvm::call_arg_count(i) > 0 => {
+                // A library call given the block: whatever it does with it.
+                let callee = llvm::called_value(i);
+                if llvm::is_a_function(callee) && matches!(llvm::value_name(callee).as_str(), "free" | "realloc") {
+                    return false;
+                }
+                return (0..llvm::call_arg_count(i)).any(|k| self.freed_before(places.get(llvm::operand(i, k)), i));
+            }
+            _ => return false,
+        };
+        self.freed_before(places.get(ptr), i)
+    }
+
+    fn freed_before(&self, origin: Origin, i: llvm::Value) -> bool {
+        let Origin::Object(object) = origin else { return false };
+        let block = unsafe { LLVMGetInstructionParent(i) };
+        self.frees.iter().filter(|(o, ..)| *o == object).any(|(_, free, reach)| {
+            reach.contains(&block) || (unsafe { LLVMGetInstructionParent(*free) } == block && llvm::instructions(block).iter().position(|&x| x == *free) < llvm::instructions(block).iter().position(|&x| x == i))
+        })
+    }
 }
 
 /// The tests of write `s`, built right before it, each true when the write leaves its object.

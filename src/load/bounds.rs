@@ -144,6 +144,8 @@ enum Check {
     Always,
     /// Out of bounds when the index (as a signed 64-bit value) is outside `[lo, hi]`.
     Outside { index: llvm::Value, lo: i64, hi: i64 },
+    /// Possibly out of bounds when one of the indices is outside its range (`[lo, hi]`).
+    Within(Vec<(llvm::Value, i64, i64)>),
     /// Out of bounds when the byte offset into the object (an `i64` the pass computed beside
     /// the program's pointer, see [`Places`]) is outside `[0, hi]`.
     Offset { offset: llvm::Value, hi: i64 },
@@ -159,6 +161,44 @@ enum Count {
     One(llvm::Value),
     Two(llvm::Value, llvm::Value),
     Scaled(llvm::Value, u64),
+}
+
+/// A GEP's constant byte offset and its variable indices, each with its scale and the length
+/// of the array dimension it indexes (`m[i][j]` on `int m[8][32]`: `(i, 128, 8)`, `(j, 4, 32)`).
+/// `None` when an index is not into an array dimension (a variable first index: pointer
+/// arithmetic) or the type is not followed.
+fn dimensioned_indices(td: llvm_sys::target::LLVMTargetDataRef, gep: llvm::Value) -> Option<(i64, Vec<(llvm::Value, i64, u64)>)> {
+    let indices: Vec<llvm::Value> = (1..llvm::num_operands(gep)).map(|k| llvm::operand(gep, k)).collect();
+    let mut constant: i64 = 0;
+    let mut dims = vec![];
+    let mut ty = llvm::gep_source_type(gep);
+    for (k, &idx) in indices.iter().enumerate() {
+        let kind = llvm::type_kind(ty);
+        if k > 0 && kind == LLVMTypeKind::LLVMStructTypeKind {
+            let field = u32::try_from(constant_of(idx)?).ok()?;
+            constant = constant.checked_add(llvm::struct_offset(td, ty, field) as i64)?;
+            ty = *llvm::struct_element_types(ty).get(field as usize)?;
+            continue;
+        }
+        let (scale, next, len) = match (k, kind) {
+            (0, _) => (llvm::alloc_size(td, ty) as i64, ty, None),
+            (_, LLVMTypeKind::LLVMArrayTypeKind) => {
+                let e = llvm::element_type(ty);
+                (llvm::alloc_size(td, e) as i64, e, Some(llvm::array_length(ty)))
+            }
+            _ => return None,
+        };
+        if !llvm::is_sized(next) {
+            return None;
+        }
+        ty = next;
+        match (constant_of(idx), len) {
+            (Some(v), _) => constant = constant.checked_add(v.checked_mul(scale)?)?,
+            (None, Some(len)) if len > 0 && llvm::type_kind(llvm::type_of(idx)) == LLVMTypeKind::LLVMIntegerTypeKind => dims.push((idx, scale, len)),
+            _ => return None,
+        }
+    }
+    Some((constant, dims))
 }
 
 /// The check a store `s` needs (`None`: in bounds, or not covered).
@@ -193,8 +233,20 @@ fn check_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, s: llv
             };
         }
     }
-    // Any other pointer into a known object (`*p++ = c` in a loop, `m[i][j]`, `q = p + k`):
-    // the byte offset the pass tracks beside it.
+    if is_gep(ptr) {
+        if let (Some(size), Some((c, dims))) = (object_size(td, llvm::operand(ptr, 0)), dimensioned_indices(td, ptr)) {
+            // `m[i][j]` on the object itself: each index within its dimension keeps the access
+            // inside (checked here), and such tests are the loops' own. Stricter than the
+            // object's bounds (`m[0][40]` is inside it), which only costs a proof.
+            let most = dims.iter().map(|&(_, scale, len)| (len as i128 - 1) * scale as i128).sum::<i128>();
+            if c >= 0 && c as i128 + most + width <= size as i128 {
+                let ranges = dims.into_iter().map(|(index, _, len)| Some((index, 0, i64::try_from(len).ok()? - 1))).collect::<Option<Vec<_>>>()?;
+                return Some(Check::Within(ranges));
+            }
+        }
+    }
+    // Any other pointer into a known object (`*p++ = c` in a loop, `q = p + k`): the byte
+    // offset the pass tracks beside it.
     let (object, offset) = places.offset(ptr)?;
     let Some(size) = object_size(td, object) else {
         return Some(Check::Span { offset, len: Count::Constant(width as u64), size: dynamic_size(td, object)? });
@@ -997,6 +1049,35 @@ impl AfterFree {
     }
 }
 
+/// The tests that index `index` is outside `[lo, hi]`, built by `builder`.
+unsafe fn index_tests(builder: LLVMBuilderRef, index: llvm::Value, lo: i64, hi: i64) -> Vec<LLVMValueRef> {
+    let i64t = LLVMInt64TypeInContext(LLVMGetTypeContext(llvm::type_of(index)));
+    let k64 = |c: i64| LLVMConstInt(i64t, c as u64, 1);
+    match narrow_tests(index, lo, hi) {
+        // The index as the program computed it (`i`, not `sext(i)`): tests like the
+        // loop's own (`i > 30`), which the loop summaries bound without a quantifier.
+        Some((narrow, signed, below, above)) => {
+            let t = llvm::type_of(narrow);
+            let (lt, gt) = if signed { (LLVMIntPredicate::LLVMIntSLT, LLVMIntPredicate::LLVMIntSGT) } else { (LLVMIntPredicate::LLVMIntULT, LLVMIntPredicate::LLVMIntUGT) };
+            [(lt, below), (gt, above)]
+                .into_iter()
+                .filter_map(|(p, b)| b.map(|b| LLVMBuildICmp(builder, p, narrow, LLVMConstInt(t, b as u64, i32::from(signed)), c"apc.oob".as_ptr())))
+                .collect()
+        }
+        None => {
+            let w = llvm::int_width(llvm::type_of(index));
+            let wide = match w.cmp(&64) {
+                std::cmp::Ordering::Less => LLVMBuildSExt(builder, index, i64t, c"apc.idx".as_ptr()),
+                std::cmp::Ordering::Greater => LLVMBuildTrunc(builder, index, i64t, c"apc.idx".as_ptr()),
+                std::cmp::Ordering::Equal => index,
+            };
+            let from_lo = LLVMBuildSub(builder, wide, k64(lo), c"apc.off".as_ptr());
+            let span = LLVMConstInt(i64t, hi.wrapping_sub(lo) as u64, 0);
+            vec![LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, from_lo, span, c"apc.oob".as_ptr())]
+        }
+    }
+}
+
 /// The tests of write `s`, built right before it, each true when the write leaves its object.
 /// Each gets a branch of its own ([`guard`]), not an `or`: each test alone is monotone in a
 /// loop's counter, and the summaries drop the quantifier of such a test only.
@@ -1009,29 +1090,8 @@ unsafe fn tests_of(m: LLVMModuleRef, s: llvm::Value, check: Check) -> Vec<LLVMVa
     let k64 = |c: i64| LLVMConstInt(i64t, c as u64, 1);
     let tests = match check {
         Check::Always => vec![LLVMConstInt(i1, 1, 0)],
-        Check::Outside { index, lo, hi } => match narrow_tests(index, lo, hi) {
-            // The index as the program computed it (`i`, not `sext(i)`): tests like the
-            // loop's own (`i > 30`), which the loop summaries bound without a quantifier.
-            Some((narrow, signed, below, above)) => {
-                let t = llvm::type_of(narrow);
-                let (lt, gt) = if signed { (LLVMIntPredicate::LLVMIntSLT, LLVMIntPredicate::LLVMIntSGT) } else { (LLVMIntPredicate::LLVMIntULT, LLVMIntPredicate::LLVMIntUGT) };
-                [(lt, below), (gt, above)]
-                    .into_iter()
-                    .filter_map(|(p, b)| b.map(|b| LLVMBuildICmp(builder, p, narrow, LLVMConstInt(t, b as u64, i32::from(signed)), c"apc.oob".as_ptr())))
-                    .collect()
-            }
-            None => {
-                let w = llvm::int_width(llvm::type_of(index));
-                let wide = match w.cmp(&64) {
-                    std::cmp::Ordering::Less => LLVMBuildSExt(builder, index, i64t, c"apc.idx".as_ptr()),
-                    std::cmp::Ordering::Greater => LLVMBuildTrunc(builder, index, i64t, c"apc.idx".as_ptr()),
-                    std::cmp::Ordering::Equal => index,
-                };
-                let from_lo = LLVMBuildSub(builder, wide, k64(lo), c"apc.off".as_ptr());
-                let span = LLVMConstInt(i64t, hi.wrapping_sub(lo) as u64, 0);
-                vec![LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, from_lo, span, c"apc.oob".as_ptr())]
-            }
-        },
+        Check::Outside { index, lo, hi } => index_tests(builder, index, lo, hi),
+        Check::Within(ranges) => ranges.into_iter().flat_map(|(index, lo, hi)| index_tests(builder, index, lo, hi)).collect(),
         Check::Offset { offset, hi } => vec![
             LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntSLT, offset, k64(0), c"apc.oob".as_ptr()),
             LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntSGT, offset, k64(hi), c"apc.oob".as_ptr()),

@@ -493,6 +493,16 @@ fn constant_string(td: llvm_sys::target::LLVMTargetDataRef, p: llvm::Value) -> O
     Some(bytes[..end].to_vec())
 }
 
+/// A conversion's length modifier (`l`, `hh`, ...) and its conversion character, read from
+/// `format` at `k` (past its flags, width and precision), `k` moved past them.
+fn conversion_spec(format: &[u8], k: &mut usize) -> Option<(String, u8)> {
+    let modifier: String = format[*k..].iter().take_while(|b| b"hljztLq".contains(b)).map(|&b| b as char).collect();
+    *k += modifier.len();
+    let conversion = *format.get(*k)?;
+    *k += 1;
+    Some((modifier, conversion))
+}
+
 /// The most bytes a `printf` format prints (its NUL not counted), whatever its arguments:
 /// `None` when a conversion is unbounded (`%s` without a precision, floating point, a `*`
 /// width) or the format is not understood. Generous: signs, prefixes and precisions are
@@ -529,17 +539,7 @@ fn print_max_len(format: &[u8]) -> Option<u64> {
         } else {
             None
         };
-        let mut modifier = String::new();
-        while let Some(&b) = format.get(k) {
-            if b"hljztLq".contains(&b) {
-                modifier.push(b as char);
-                k += 1;
-            } else {
-                break;
-            }
-        }
-        let conversion = *format.get(k)?;
-        k += 1;
+        let (modifier, conversion) = conversion_spec(format, &mut k)?;
         // The longest value of each integer conversion at each size: "-2147483648" is 11.
         let integer = |long: u64, int: u64, short: u64, char: u64| -> Option<u64> {
             let digits = match modifier.as_str() {
@@ -591,17 +591,7 @@ fn scan_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
         let digits = format[k..].iter().take_while(|b| b.is_ascii_digit()).count();
         let width: Option<u64> = if digits > 0 { std::str::from_utf8(&format[k..k + digits]).ok()?.parse().ok() } else { None };
         k += digits;
-        let mut modifier = String::new();
-        while let Some(&b) = format.get(k) {
-            if b"hljztLq".contains(&b) {
-                modifier.push(b as char);
-                k += 1;
-            } else {
-                break;
-            }
-        }
-        let conversion = *format.get(k)?;
-        k += 1;
+        let (modifier, conversion) = conversion_spec(format, &mut k)?;
         if conversion == b'[' {
             // The set runs to the next `]` (a `]` right after `[` or `[^` belongs to it).
             if format.get(k) == Some(&b'^') {

@@ -1,0 +1,268 @@
+//! What the C library's functions write through their pointer arguments, and how much: the
+//! table of writers, and the sizes `printf` and `scanf` formats imply.
+
+use super::super::llvm;
+use llvm_sys::core::*;
+use super::places::{gep_byte_offset, is_gep};
+
+/// How a function of the C library writes through a pointer argument (arguments by position).
+#[derive(Clone, Copy)]
+pub(super) enum LibraryWrite {
+    /// At most `len` bytes at `dest`, `len` being argument `n` (times argument `times`).
+    Bounded { dest: u32, n: u32, times: Option<u32> },
+    /// A fixed number of bytes at `dest` (`strtol`'s end pointer).
+    Fixed { dest: u32, bytes: u64 },
+    /// At most argument `n` wide characters (4 bytes each) at `dest`.
+    Wide { dest: u32, n: u32 },
+    /// A copy of the string at `src`, its NUL included (`strcpy`): bounded when that string is
+    /// a constant.
+    String { dest: u32, src: u32 },
+    /// As much as its other inputs say (`strcat`, `gets`).
+    Unbounded { dest: u32 },
+    /// A `sprintf`: as much as its format (argument `format`) prints at most, when that is a
+    /// constant of bounded conversions.
+    Print { dest: u32, format: u32 },
+    /// A `scanf`: each conversion of the format (argument `format`) writes through one of
+    /// the arguments after it.
+    Scan { format: u32 },
+}
+
+/// The functions of the C library that write through a pointer argument, and how. Not listed:
+/// everything else, whose writes are not checked (a stubbed external writes nothing natively).
+pub(super) fn library_write(name: &str) -> Option<LibraryWrite> {
+    use LibraryWrite::*;
+    // glibc's headers name the C99 `scanf`s `__isoc99_sscanf` (`__isoc23_` for C23).
+    let name = name.strip_prefix("__isoc99_").or_else(|| name.strip_prefix("__isoc23_")).unwrap_or(name);
+    // The fortified variants (`__memcpy_chk`): their object-size argument comes last, or
+    // before the format.
+    match name {
+        "__sprintf_chk" | "__vsprintf_chk" => return Some(Print { dest: 0, format: 3 }),
+        "__snprintf_chk" | "__vsnprintf_chk" => return Some(Bounded { dest: 0, n: 1, times: None }),
+        "__fgets_chk" => return Some(Bounded { dest: 0, n: 2, times: None }),
+        "__read_chk" => return Some(Bounded { dest: 1, n: 2, times: None }),
+        _ => {}
+    }
+    let name = name.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(name);
+    Some(match name {
+        "memccpy" => Bounded { dest: 0, n: 3, times: None },
+        "swab" => Bounded { dest: 1, n: 2, times: None },
+        "strxfrm" => Bounded { dest: 0, n: 2, times: None },
+        "strerror_r" | "ttyname_r" => Bounded { dest: 1, n: 2, times: None },
+        "getlogin_r" => Bounded { dest: 0, n: 1, times: None },
+        "qsort" => Bounded { dest: 0, n: 1, times: Some(2) },
+        // `wchar_t` is 4 bytes here.
+        "mbstowcs" | "wcsncpy" | "wmemcpy" | "wmemmove" | "wmemset" => Wide { dest: 0, n: 2 },
+        "wcscpy" | "wcscat" | "wcsncat" => Unbounded { dest: 0 },
+        "time" => Fixed { dest: 0, bytes: 8 },
+        "pipe" => Fixed { dest: 0, bytes: 8 },
+        "gettimeofday" => Fixed { dest: 0, bytes: 16 },
+        "localtime_r" | "gmtime_r" => Fixed { dest: 1, bytes: 56 },
+        "stat" | "fstat" | "lstat" => Fixed { dest: 1, bytes: 144 },
+        "frexp" | "frexpf" | "remquo" => Fixed { dest: if name == "remquo" { 2 } else { 1 }, bytes: 4 },
+        "modf" => Fixed { dest: 1, bytes: 8 },
+        "memset" | "memcpy" | "memmove" | "mempcpy" | "strncpy" | "stpncpy" => Bounded { dest: 0, n: 2, times: None },
+        "bzero" | "explicit_bzero" | "snprintf" | "vsnprintf" | "fgets" | "getcwd" | "gethostname" => Bounded { dest: 0, n: 1, times: None },
+        "read" | "pread" | "recv" | "readlink" => Bounded { dest: 1, n: 2, times: None },
+        "fread" => Bounded { dest: 0, n: 1, times: Some(2) },
+        "strtol" | "strtoul" | "strtoll" | "strtoull" | "strtod" | "strtof" | "strtold" | "strtoimax" | "strtoumax" => Fixed { dest: 1, bytes: 8 },
+        "strcpy" | "stpcpy" => String { dest: 0, src: 1 },
+        "sprintf" | "vsprintf" => Print { dest: 0, format: 1 },
+        "strcat" | "strncat" | "gets" => Unbounded { dest: 0 },
+        "realpath" => Unbounded { dest: 1 },
+        "scanf" | "vscanf" => Scan { format: 0 },
+        "sscanf" | "fscanf" | "vsscanf" | "vfscanf" => Scan { format: 1 },
+        _ => return None,
+    })
+}
+
+/// The NUL-terminated string a pointer constant points to: a constant global's initializer,
+/// from its start or a constant offset into it (without the NUL).
+pub(super) fn constant_string(td: llvm_sys::target::LLVMTargetDataRef, p: llvm::Value) -> Option<Vec<u8>> {
+    let (global, skip) = if llvm::is_a_global_variable(p) {
+        (p, 0)
+    } else if is_gep(p) && llvm::is_a_constant_expr(p) {
+        let (c, terms) = gep_byte_offset(td, p)?;
+        (llvm::operand(p, 0), usize::try_from(c).ok().filter(|_| terms.is_empty())?)
+    } else {
+        return None;
+    };
+    if !llvm::is_a_global_variable(global) || !llvm::is_global_constant(global) {
+        return None;
+    }
+    let init = llvm::initializer(global)?;
+    // SAFETY: reading the bytes of a constant data array (checked first) that outlives the call.
+    let bytes = unsafe {
+        if LLVMIsAConstantDataSequential(init).is_null() || LLVMIsConstantString(init) == 0 {
+            return None;
+        }
+        let mut len = 0usize;
+        let ptr = LLVMGetAsString(init, &mut len);
+        std::slice::from_raw_parts(ptr as *const u8, len).to_vec()
+    };
+    let bytes = bytes.get(skip..)?;
+    let end = bytes.iter().position(|&b| b == 0)?;
+    Some(bytes[..end].to_vec())
+}
+
+/// A conversion's length modifier (`l`, `hh`, ...) and its conversion character, read from
+/// `format` at `k` (past its flags, width and precision), `k` moved past them.
+pub(super) fn conversion_spec(format: &[u8], k: &mut usize) -> Option<(String, u8)> {
+    let modifier: String = format[*k..].iter().take_while(|b| b"hljztLq".contains(b)).map(|&b| b as char).collect();
+    *k += modifier.len();
+    let conversion = *format.get(*k)?;
+    *k += 1;
+    Some((modifier, conversion))
+}
+
+/// The most bytes a `printf` format prints (its NUL not counted), whatever its arguments:
+/// `None` when a conversion is unbounded (`%s` without a precision, floating point, a `*`
+/// width) or the format is not understood. Generous: signs, prefixes and precisions are
+/// counted at their widest.
+pub(super) fn print_max_len(format: &[u8]) -> Option<u64> {
+    let mut total: u64 = 0;
+    let mut k = 0;
+    while k < format.len() {
+        if format[k] != b'%' {
+            total += 1;
+            k += 1;
+            continue;
+        }
+        k += 1;
+        if format.get(k) == Some(&b'%') {
+            total += 1;
+            k += 1;
+            continue;
+        }
+        k += format[k..].iter().take_while(|b| b"-+ #0'".contains(b)).count();
+        let number = |k: &mut usize| -> Option<u64> {
+            if format.get(*k) == Some(&b'*') {
+                return None;
+            }
+            let digits = format[*k..].iter().take_while(|b| b.is_ascii_digit()).count();
+            let n = if digits == 0 { 0 } else { std::str::from_utf8(&format[*k..*k + digits]).ok()?.parse().ok()? };
+            *k += digits;
+            Some(n)
+        };
+        let width = number(&mut k)?;
+        let precision = if format.get(k) == Some(&b'.') {
+            k += 1;
+            Some(number(&mut k)?)
+        } else {
+            None
+        };
+        let (modifier, conversion) = conversion_spec(format, &mut k)?;
+        // The longest value of each integer conversion at each size: "-2147483648" is 11.
+        let integer = |long: u64, int: u64, short: u64, char: u64| -> Option<u64> {
+            let digits = match modifier.as_str() {
+                "hh" => char,
+                "h" => short,
+                "" => int,
+                "l" | "ll" | "j" | "z" | "t" | "q" => long,
+                _ => return None,
+            };
+            // A precision pads the digits; a sign, a space or a `0x` prefix comes on top.
+            Some(digits.max(precision.unwrap_or(0) + 1) + 2)
+        };
+        let len = match conversion {
+            b'd' | b'i' => integer(20, 11, 6, 4)?,
+            b'u' => integer(20, 10, 5, 3)?,
+            b'x' | b'X' => integer(16, 8, 4, 2)?,
+            b'o' => integer(22, 11, 6, 3)?,
+            b'c' => 1,
+            b's' => precision?,
+            b'p' => 18,
+            b'n' => 0,
+            _ => return None,
+        };
+        total = total.checked_add(len.max(width))?;
+    }
+    Some(total)
+}
+
+/// What each argument after a `scanf` format gets, in order: `Some(n)`, at most `n` bytes
+/// (`%d` 4, `%lf` 8, `%5s` 6); `None`, a string of any length (`%s`, `%[` without a width).
+/// `None` overall when the format is not understood.
+pub(super) fn scan_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
+    let mut out = vec![];
+    let mut k = 0;
+    while k < format.len() {
+        if format[k] != b'%' {
+            k += 1;
+            continue;
+        }
+        k += 1;
+        if format.get(k) == Some(&b'%') {
+            k += 1;
+            continue;
+        }
+        let suppressed = format.get(k) == Some(&b'*');
+        if suppressed {
+            k += 1;
+        }
+        let digits = format[k..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let width: Option<u64> = if digits > 0 { std::str::from_utf8(&format[k..k + digits]).ok()?.parse().ok() } else { None };
+        k += digits;
+        let (modifier, conversion) = conversion_spec(format, &mut k)?;
+        if conversion == b'[' {
+            // The set runs to the next `]` (a `]` right after `[` or `[^` belongs to it).
+            if format.get(k) == Some(&b'^') {
+                k += 1;
+            }
+            if format.get(k) == Some(&b']') {
+                k += 1;
+            }
+            k += format[k..].iter().position(|&b| b == b']')? + 1;
+        }
+        if suppressed {
+            continue;
+        }
+        let size = match conversion {
+            b'd' | b'i' | b'u' | b'o' | b'x' | b'X' | b'n' => Some(match modifier.as_str() {
+                "hh" => 1,
+                "h" => 2,
+                "" => 4,
+                "l" | "ll" | "j" | "z" | "t" | "q" | "L" => 8,
+                _ => return None,
+            }),
+            b'f' | b'e' | b'g' | b'E' | b'a' | b'G' | b'F' | b'A' => Some(match modifier.as_str() {
+                "" => 4,
+                "l" => 8,
+                "L" => 16,
+                _ => return None,
+            }),
+            b'p' => Some(8),
+            b'c' => Some(width.unwrap_or(1)),
+            b's' | b'[' => width.map(|w| w + 1),
+            _ => return None,
+        };
+        out.push(size);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{print_max_len, scan_sizes};
+
+    #[test]
+    fn printf_formats_print_at_most() {
+        // "%d" at most "-2147483648" (11, counted generously as 13), "x=" two more.
+        assert_eq!(print_max_len(b"x=%d"), Some(15));
+        assert_eq!(print_max_len(b"%hhx|%8c|%.3s|%%"), Some(4 + 1 + 8 + 1 + 3 + 1 + 1));
+        // Unbounded: a string without a precision, a `*` width, floating point.
+        assert_eq!(print_max_len(b"%s"), None);
+        assert_eq!(print_max_len(b"%*d"), None);
+        assert_eq!(print_max_len(b"%f"), None);
+    }
+
+    #[test]
+    fn scanf_formats_say_how_much_each_argument_gets() {
+        assert_eq!(scan_sizes(b"%d %ld %hhu %lf %f %Lf %p"), Some(vec![Some(4), Some(8), Some(1), Some(8), Some(4), Some(16), Some(8)]));
+        // Strings: their width plus the NUL, or unbounded; `%c` its width; suppressed and
+        // literal percents take no argument.
+        assert_eq!(scan_sizes(b"%7s %s %3c %c %*d %% %[a-z] %5[^]x]"), Some(vec![Some(8), None, Some(3), Some(1), None, Some(6)]));
+        // Not understood: no sizes at all (every argument is then unbounded).
+        assert_eq!(scan_sizes(b"%lk"), None);
+        assert_eq!(scan_sizes(b"%"), None);
+    }
+}

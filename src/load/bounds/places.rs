@@ -1,0 +1,388 @@
+//! Where a pointer points: the object it can be followed back to (an `alloca`, a global, a heap
+//! block), that object's size, the byte offset into it computed beside the pointer, and which
+//! heap blocks may have been freed before an access.
+
+use super::super::llvm;
+use llvm_sys::core::*;
+use llvm_sys::prelude::*;
+use llvm_sys::{LLVMOpcode, LLVMTypeKind};
+
+/// The size in bytes of the object `base` is (an `alloca` of a constant count, or a global),
+/// if it is one.
+pub(super) fn object_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Option<u64> {
+    if llvm::is_a_global_variable(base) {
+        if llvm::initializer(base).is_none() {
+            // Defined elsewhere (`extern int a[];`): its size is not this module's.
+            return None;
+        }
+        let t = llvm::global_value_type(base);
+        return llvm::is_sized(t).then(|| llvm::alloc_size(td, t));
+    }
+    if unsafe { !LLVMIsACallInst(base).is_null() } {
+        // A heap block of a constant size (`malloc(16)`, `calloc(4, 4)`).
+        let callee = unsafe { LLVMGetCalledValue(base) };
+        if callee.is_null() || !llvm::is_a_function(callee) {
+            return None;
+        }
+        let arg = |k: u32| Some(llvm::operand(base, k)).filter(|&a| llvm::is_a_constant_int(a)).map(llvm::const_int_zext);
+        return match allocation_size_args(base)? {
+            (n, None) => arg(n),
+            (a, Some(b)) => arg(a)?.checked_mul(arg(b)?),
+        };
+    }
+    let is_alloca = unsafe { !LLVMIsAAllocaInst(base).is_null() };
+    if !is_alloca {
+        return None;
+    }
+    let count = llvm::operand(base, 0);
+    let t = llvm::allocated_type(base);
+    if !llvm::is_a_constant_int(count) || !llvm::is_sized(t) {
+        return None;
+    }
+    llvm::alloc_size(td, t).checked_mul(llvm::const_int_zext(count))
+}
+
+/// The size of an `alloca` of a variable count (`char buf[n]`, `alloca(n)`): the count, and
+/// the size of one element.
+pub(super) fn dynamic_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Option<Bytes> {
+    let int = |v: llvm::Value| llvm::type_kind(llvm::type_of(v)) == LLVMTypeKind::LLVMIntegerTypeKind && (1..=64).contains(&llvm::int_width(llvm::type_of(v)));
+    if unsafe { !LLVMIsACallInst(base).is_null() } {
+        // A heap block of a size the program computes (`malloc(n)`, `calloc(n, 4)`).
+        let (a, b) = allocation_size_args(base)?;
+        let (a, b) = (llvm::operand(base, a), b.map(|b| llvm::operand(base, b)));
+        if !int(a) || !b.is_none_or(int) {
+            return None;
+        }
+        return match b {
+            None => Some(Bytes::Count(a, 1)),
+            Some(b) if llvm::is_a_constant_int(b) => Some(Bytes::Count(a, llvm::const_int_zext(b))),
+            Some(b) if llvm::is_a_constant_int(a) => Some(Bytes::Count(b, llvm::const_int_zext(a))),
+            Some(b) => Some(Bytes::Product(a, b)),
+        };
+    }
+    if unsafe { LLVMIsAAllocaInst(base).is_null() } {
+        return None;
+    }
+    let count = llvm::operand(base, 0);
+    let t = llvm::allocated_type(base);
+    (!llvm::is_a_constant_int(count) && llvm::is_sized(t) && int(count)).then(|| Bytes::Count(count, llvm::alloc_size(td, t)))
+}
+
+/// The arguments of an allocator's call that give the block's size: one (`malloc(n)`,
+/// `realloc(p, n)`) or two multiplied (`calloc(n, size)`).
+pub(super) fn allocation_size_args(call: llvm::Value) -> Option<(u32, Option<u32>)> {
+    let callee = unsafe { LLVMGetCalledValue(call) };
+    if callee.is_null() || !llvm::is_a_function(callee) {
+        return None;
+    }
+    let (a, b) = match llvm::value_name(callee).as_str() {
+        "malloc" => (0, None),
+        "calloc" => (0, Some(1)),
+        "realloc" | "aligned_alloc" => (1, None),
+        _ => return None,
+    };
+    (b.unwrap_or(a) < llvm::call_arg_count(call)).then_some((a, b))
+}
+
+/// An object's size in bytes: a constant, `count · element` with a count the program computes,
+/// or the product of two values it computes (`calloc(n, m)`).
+#[derive(Clone, Copy)]
+pub(super) enum Bytes {
+    Constant(i64),
+    Count(llvm::Value, u64),
+    Product(llvm::Value, llvm::Value),
+}
+
+pub(super) fn is_gep(v: llvm::Value) -> bool {
+    let instruction = unsafe { !LLVMIsAGetElementPtrInst(v).is_null() };
+    instruction || (llvm::is_a_constant_expr(v) && llvm::const_expr_opcode(v) == LLVMOpcode::LLVMGetElementPtr)
+}
+
+/// The value of an integer constant, sign-extended (`None`: not a constant of at most 64 bits).
+pub(super) fn constant_of(v: llvm::Value) -> Option<i64> {
+    if !llvm::is_a_constant_int(v) {
+        return None;
+    }
+    let w = llvm::int_width(llvm::type_of(v));
+    (1..=64).contains(&w).then(|| ((llvm::const_int_zext(v) << (64 - w)) as i64) >> (64 - w))
+}
+
+/// What the pass knows of a pointer value: which object it points into.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// Not known yet (the fixpoint has not reached it).
+    Unseen,
+    /// Into this object (an `alloca`, a global, a constant-size heap block), on every path.
+    Object(llvm::Value),
+    /// Into several objects, or into memory the pass does not follow (parameters, loaded
+    /// pointers, pointers from calls).
+    Unknown,
+    /// Made from an integer (`inttoptr`) or by inline assembly, on some path: anywhere,
+    /// a neighbour of any object included.
+    Forged,
+}
+
+impl Origin {
+    fn join(self, other: Origin) -> Origin {
+        match (self, other) {
+            (Origin::Unseen, o) | (o, Origin::Unseen) => o,
+            (Origin::Forged, _) | (_, Origin::Forged) => Origin::Forged,
+            (Origin::Object(a), Origin::Object(b)) if a == b => self,
+            _ => Origin::Unknown,
+        }
+    }
+}
+
+/// The object every pointer of one function points into, and, on demand, its byte offset
+/// into that object as an `i64` computed beside it: `0` at the object, `+ c + Σ index·scale`
+/// at a `getelementptr`, a phi of offsets beside a phi of pointers (a pointer walked by a
+/// loop becomes an integer walked by it, which the loop summaries count), a select beside a
+/// select. Offsets wrap as the machine's addresses do.
+pub(super) struct Places {
+    td: llvm_sys::target::LLVMTargetDataRef,
+    origin: std::collections::HashMap<llvm::Value, Origin>,
+    offsets: std::collections::HashMap<llvm::Value, llvm::Value>,
+    i64t: LLVMTypeRef,
+    builder: LLVMBuilderRef,
+}
+
+impl Places {
+    pub(super) fn new(td: llvm_sys::target::LLVMTargetDataRef, m: LLVMModuleRef, f: llvm::Value) -> Places {
+        let ctx = unsafe { LLVMGetModuleContext(m) };
+        let mut places = Places {
+            td,
+            origin: Default::default(),
+            offsets: Default::default(),
+            i64t: unsafe { LLVMInt64TypeInContext(ctx) },
+            builder: unsafe { LLVMCreateBuilderInContext(ctx) },
+        };
+        let pointers: Vec<llvm::Value> = llvm::blocks(f)
+            .into_iter()
+            .flat_map(llvm::instructions)
+            .filter(|&i| llvm::type_kind(llvm::type_of(i)) == LLVMTypeKind::LLVMPointerTypeKind)
+            .collect();
+        // A fixpoint from `Unseen` upwards: each round can only move a value up the
+        // three-level lattice, so a few rounds settle it.
+        loop {
+            let mut changed = false;
+            for &p in &pointers {
+                let now = places.step(p);
+                if places.origin.get(&p).copied().unwrap_or(Origin::Unseen) != now {
+                    places.origin.insert(p, now);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        places
+    }
+
+    /// The origin of `v` from its operands' current ones.
+    fn step(&self, v: llvm::Value) -> Origin {
+        if unsafe { LLVMIsAInstruction(v).is_null() } {
+            return self.constant_origin(v);
+        }
+        match llvm::opcode(v) {
+            LLVMOpcode::LLVMGetElementPtr if gep_byte_offset(self.td, v).is_some() => self.get(llvm::operand(v, 0)),
+            LLVMOpcode::LLVMPHI => llvm::incoming(v).into_iter().fold(Origin::Unseen, |o, (x, _)| o.join(self.get(x))),
+            LLVMOpcode::LLVMSelect => self.get(llvm::operand(v, 1)).join(self.get(llvm::operand(v, 2))),
+            LLVMOpcode::LLVMAlloca | LLVMOpcode::LLVMCall if object_size(self.td, v).is_some() || dynamic_size(self.td, v).is_some() => Origin::Object(v),
+            // An address made from an integer or by inline assembly may point anywhere.
+            LLVMOpcode::LLVMIntToPtr => Origin::Forged,
+            LLVMOpcode::LLVMCall if llvm::is_a_inline_asm(llvm::called_value(v)) => Origin::Forged,
+            _ => Origin::Unknown,
+        }
+    }
+
+    pub(super) fn get(&self, v: llvm::Value) -> Origin {
+        if unsafe { LLVMIsAInstruction(v).is_null() } {
+            return self.constant_origin(v);
+        }
+        self.origin.get(&v).copied().unwrap_or(Origin::Unseen)
+    }
+
+    /// A global with a known size, or a constant `getelementptr` into one.
+    fn constant_origin(&self, v: llvm::Value) -> Origin {
+        if llvm::is_a_global_variable(v) && object_size(self.td, v).is_some() {
+            return Origin::Object(v);
+        }
+        if is_gep(v) && gep_byte_offset(self.td, v).is_some() {
+            return self.constant_origin(llvm::operand(v, 0));
+        }
+        if llvm::is_a_constant_expr(v) && llvm::const_expr_opcode(v) == LLVMOpcode::LLVMIntToPtr {
+            return Origin::Forged;
+        }
+        Origin::Unknown
+    }
+
+    /// The object `p` points into and its offset into it (`None`: not known).
+    pub(super) fn offset(&mut self, p: llvm::Value) -> Option<(llvm::Value, llvm::Value)> {
+        let Origin::Object(object) = self.get(p) else { return None };
+        Some((object, self.materialise(p, object)))
+    }
+
+    fn materialise(&mut self, p: llvm::Value, object: llvm::Value) -> llvm::Value {
+        if p == object {
+            return self.constant(0);
+        }
+        if let Some(&o) = self.offsets.get(&p) {
+            return o;
+        }
+        let is_instruction = unsafe { !LLVMIsAInstruction(p).is_null() };
+        if !is_instruction {
+            // A constant GEP (or a chain of them) on a global: a constant offset.
+            let mut total = 0i64;
+            let mut q = p;
+            while q != object {
+                let (c, _) = gep_byte_offset(self.td, q).expect("a constant GEP the fixpoint followed");
+                total = total.wrapping_add(c);
+                q = llvm::operand(q, 0);
+            }
+            return self.constant(total);
+        }
+        if self.get(p) != Origin::Object(object) {
+            // An incoming value of an unreachable block the fixpoint never reached.
+            return self.constant(0);
+        }
+        match llvm::opcode(p) {
+            LLVMOpcode::LLVMPHI => unsafe {
+                LLVMPositionBuilderBefore(self.builder, p);
+                let phi = LLVMBuildPhi(self.builder, self.i64t, c"apc.off".as_ptr());
+                // Before its incoming values: a loop's phi is among them.
+                self.offsets.insert(p, phi);
+                for (x, b) in llvm::incoming(p) {
+                    let mut v = [self.materialise(x, object)];
+                    let mut b = [b];
+                    LLVMAddIncoming(phi, v.as_mut_ptr(), b.as_mut_ptr(), 1);
+                }
+                phi
+            },
+            LLVMOpcode::LLVMSelect => {
+                let (a, b) = (self.materialise(llvm::operand(p, 1), object), self.materialise(llvm::operand(p, 2), object));
+                let o = unsafe {
+                    self.position_after(p);
+                    LLVMBuildSelect(self.builder, llvm::operand(p, 0), a, b, c"apc.off".as_ptr())
+                };
+                self.offsets.insert(p, o);
+                o
+            }
+            _ => {
+                // A getelementptr: the base's offset plus what it adds.
+                let base = self.materialise(llvm::operand(p, 0), object);
+                let (c, terms) = gep_byte_offset(self.td, p).expect("a GEP the fixpoint followed");
+                let o = unsafe {
+                    self.position_after(p);
+                    let mut o = base;
+                    if c != 0 {
+                        o = LLVMBuildAdd(self.builder, o, self.constant(c), c"apc.off".as_ptr());
+                    }
+                    for (index, scale) in terms {
+                        let w = llvm::int_width(llvm::type_of(index));
+                        let wide = match w.cmp(&64) {
+                            std::cmp::Ordering::Less => LLVMBuildSExt(self.builder, index, self.i64t, c"apc.idx".as_ptr()),
+                            std::cmp::Ordering::Greater => LLVMBuildTrunc(self.builder, index, self.i64t, c"apc.idx".as_ptr()),
+                            std::cmp::Ordering::Equal => index,
+                        };
+                        let scaled = if scale == 1 { wide } else { LLVMBuildMul(self.builder, wide, self.constant(scale), c"apc.idx".as_ptr()) };
+                        o = LLVMBuildAdd(self.builder, o, scaled, c"apc.off".as_ptr());
+                    }
+                    o
+                };
+                self.offsets.insert(p, o);
+                o
+            }
+        }
+    }
+
+    /// Positions the builder right after instruction `i` (after the block's phis when `i` is one).
+    unsafe fn position_after(&self, i: llvm::Value) {
+        let next = if llvm::opcode(i) == LLVMOpcode::LLVMPHI { llvm::get_first_non_phi(LLVMGetInstructionParent(i)) } else { LLVMGetNextInstruction(i) };
+        LLVMPositionBuilderBefore(self.builder, next);
+    }
+
+    fn constant(&self, c: i64) -> llvm::Value {
+        unsafe { LLVMConstInt(self.i64t, c as u64, 1) }
+    }
+}
+
+impl Drop for Places {
+    fn drop(&mut self) {
+        unsafe { LLVMDisposeBuilder(self.builder) };
+    }
+}
+
+/// The byte offset a GEP instruction or constant expression adds to its base (any number of
+/// variable indices).
+pub(super) fn gep_byte_offset(td: llvm_sys::target::LLVMTargetDataRef, gep: llvm::Value) -> Option<(i64, Vec<(llvm::Value, i64)>)> {
+    let indices: Vec<llvm::Value> = (1..llvm::num_operands(gep)).map(|k| llvm::operand(gep, k)).collect();
+    let (c, terms) = llvm::gep_byte_offset(td, llvm::gep_source_type(gep), &indices)?;
+    terms.iter().all(|(i, _)| llvm::type_kind(llvm::type_of(*i)) == LLVMTypeKind::LLVMIntegerTypeKind).then_some((c, terms))
+}
+
+/// The heap blocks a function frees, and where that may have happened: an access to a block
+/// after its `free` (or a `realloc` that may have moved it) reads or writes whatever block
+/// `malloc` handed out at that address since. Such accesses are clobber sites too.
+pub(super) struct AfterFree {
+    /// Each freed block, with the blocks of code reachable from the `free` (its own included
+    /// when a loop leads back to it) and the `free` call itself.
+    frees: Vec<(llvm::Value, llvm::Value, std::collections::HashSet<LLVMBasicBlockRef>)>,
+}
+
+impl AfterFree {
+    pub(super) fn new(f: llvm::Value, places: &Places) -> AfterFree {
+        let mut frees = vec![];
+        for i in llvm::blocks(f).into_iter().flat_map(llvm::instructions) {
+            if llvm::opcode(i) != LLVMOpcode::LLVMCall || llvm::call_arg_count(i) == 0 {
+                continue;
+            }
+            let callee = llvm::called_value(i);
+            if !llvm::is_a_function(callee) || !matches!(llvm::value_name(callee).as_str(), "free" | "realloc") {
+                continue;
+            }
+            let Origin::Object(block) = places.get(llvm::operand(i, 0)) else { continue };
+            if unsafe { LLVMIsACallInst(block).is_null() } {
+                continue;
+            }
+            let mut seen = std::collections::HashSet::new();
+            let mut work: Vec<LLVMBasicBlockRef> = llvm::successors(unsafe { LLVMGetBasicBlockTerminator(LLVMGetInstructionParent(i)) });
+            while let Some(b) = work.pop() {
+                if seen.insert(b) {
+                    work.extend(llvm::successors(unsafe { LLVMGetBasicBlockTerminator(b) }));
+                }
+            }
+            frees.push((block, i, seen));
+        }
+        AfterFree { frees }
+    }
+
+    /// Whether `i` loads from or writes into a block that may have been freed before it.
+    pub(super) fn may_follow(&self, places: &Places, i: llvm::Value) -> bool {
+        if self.frees.is_empty() {
+            return false;
+        }
+        let ptr = match llvm::opcode(i) {
+            LLVMOpcode::LLVMStore => llvm::operand(i, 1),
+            LLVMOpcode::LLVMLoad | LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => llvm::operand(i, 0),
+            LLVMOpcode::LLVMCall if llvm::call_arg_count(i) > 0 => {
+                // A library call given the block: whatever it does with it.
+                let callee = llvm::called_value(i);
+                if llvm::is_a_function(callee) && matches!(llvm::value_name(callee).as_str(), "free" | "realloc") {
+                    return false;
+                }
+                return (0..llvm::call_arg_count(i)).any(|k| self.freed_before(places.get(llvm::operand(i, k)), i));
+            }
+            _ => return false,
+        };
+        self.freed_before(places.get(ptr), i)
+    }
+
+    fn freed_before(&self, origin: Origin, i: llvm::Value) -> bool {
+        let Origin::Object(object) = origin else { return false };
+        let block = unsafe { LLVMGetInstructionParent(i) };
+        self.frees.iter().filter(|(o, ..)| *o == object).any(|(_, free, reach)| {
+            reach.contains(&block) || (unsafe { LLVMGetInstructionParent(*free) } == block && llvm::instructions(block).iter().position(|&x| x == *free) < llvm::instructions(block).iter().position(|&x| x == i))
+        })
+    }
+}

@@ -23,7 +23,7 @@ mod value;
 pub use exec::{Names, PARAM_BUFFER_BYTES};
 pub use guide::Guide;
 
-use crate::ir::{Program, Ty};
+use crate::ir::{BlockId, Program, Ty};
 use crate::witness::{ParamInput, Witness};
 use exec::{Executor, Step};
 use solver::{PathSolver, Sat};
@@ -660,7 +660,7 @@ fn exec_needs_check(_st: &DseState) -> bool {
 
 /// The in-bounds successor of a two-way branch whose other successor is a write's clobber site
 /// (`load::bounds`).
-fn in_bounds_side(program: &Program, succs: &[(crate::ir::BlockId, Bool)]) -> Option<crate::ir::BlockId> {
+fn in_bounds_side(program: &Program, succs: &[(BlockId, Bool)]) -> Option<BlockId> {
     match succs {
         [(a, _), (b, _)] if a != b && program.is_clobber_site(*a) && !program.is_clobber_site(*b) => Some(*b),
         [(a, _), (b, _)] if a != b && program.is_clobber_site(*b) && !program.is_clobber_site(*a) => Some(*a),

@@ -44,7 +44,7 @@ use llvm_sys::core::*;
 use llvm_sys::debuginfo::{LLVMInstructionGetDebugLoc, LLVMInstructionSetDebugLoc};
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode, LLVMTypeKind};
-use places::{constant_of, dynamic_size, gep_byte_offset, is_gep, object_size, AfterFree, Bytes, Origin, Places};
+use places::{constant_of, dynamic_size, gep_byte_offset, is_gep, is_int64, object_size, to_i64, AfterFree, Bytes, Origin, Places};
 
 /// The byte offset a GEP adds to its base when it has at most one variable index, of a
 /// positive scale: a constant part and that `(index, scale)` term.
@@ -282,19 +282,18 @@ enum Length {
 /// or the write fits).
 fn span_check(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, dest: llvm::Value, len: Length) -> Option<Check> {
     let (object, offset) = places.offset(dest)?;
-    let int = |v: &llvm::Value| llvm::type_kind(llvm::type_of(*v)) == LLVMTypeKind::LLVMIntegerTypeKind && llvm::int_width(llvm::type_of(*v)) <= 64;
     let len = match len {
         Length::Unbounded => return Some(Check::Always),
         Length::Constant(0) => return None,
         Length::Constant(n) => Count::Constant(n),
         // A constant length is an unsigned count (`size_t`; a negative `int` one too).
-        Length::Value(n) if llvm::is_a_constant_int(n) && int(&n) => match constant_of(n)? as u64 {
+        Length::Value(n) if llvm::is_a_constant_int(n) && is_int64(n) => match constant_of(n)? as u64 {
             0 => return None,
             n => Count::Constant(n),
         },
-        Length::Value(n) if int(&n) => Count::One(n),
-        Length::Product(a, b) if int(&a) && int(&b) => Count::Two(a, b),
-        Length::Scaled(n, k) if int(&n) => Count::Scaled(n, k),
+        Length::Value(n) if is_int64(n) => Count::One(n),
+        Length::Product(a, b) if is_int64(a) && is_int64(b) => Count::Two(a, b),
+        Length::Scaled(n, k) if is_int64(n) => Count::Scaled(n, k),
         _ => return None,
     };
     let Some(size) = object_size(td, object) else {
@@ -423,12 +422,7 @@ unsafe fn index_tests(builder: LLVMBuilderRef, index: llvm::Value, lo: i64, hi: 
                 .collect()
         }
         None => {
-            let w = llvm::int_width(llvm::type_of(index));
-            let wide = match w.cmp(&64) {
-                std::cmp::Ordering::Less => LLVMBuildSExt(builder, index, i64t, c"apc.idx".as_ptr()),
-                std::cmp::Ordering::Greater => LLVMBuildTrunc(builder, index, i64t, c"apc.idx".as_ptr()),
-                std::cmp::Ordering::Equal => index,
-            };
+            let wide = to_i64(builder, index, true);
             let from_lo = LLVMBuildSub(builder, wide, k64(lo), c"apc.off".as_ptr());
             let span = LLVMConstInt(i64t, hi.wrapping_sub(lo) as u64, 0);
             vec![LLVMBuildICmp(builder, LLVMIntPredicate::LLVMIntUGT, from_lo, span, c"apc.oob".as_ptr())]
@@ -457,15 +451,9 @@ unsafe fn tests_of(m: LLVMModuleRef, s: llvm::Value, check: Check) -> Vec<LLVMVa
         // `len > size`, or `offset < 0`, or `offset > size - len` (no overflow once
         // `len <= size`). A zero length writes nothing but is judged as any other.
         Check::Span { offset, len, size } => {
-            let wide = |v: LLVMValueRef| match llvm::int_width(llvm::type_of(v)).cmp(&64) {
-                std::cmp::Ordering::Less => LLVMBuildSExt(builder, v, i64t, c"apc.len".as_ptr()),
-                _ => v,
-            };
-            // Sizes are unsigned (`size_t`, an `alloca`'s count).
-            let unsigned = |v: LLVMValueRef| match llvm::int_width(llvm::type_of(v)).cmp(&64) {
-                std::cmp::Ordering::Less => LLVMBuildZExt(builder, v, i64t, c"apc.count".as_ptr()),
-                _ => v,
-            };
+            // Lengths as C's `int n` (sign-extended); sizes unsigned (`size_t`, an `alloca`'s count).
+            let wide = |v: LLVMValueRef| to_i64(builder, v, true);
+            let unsigned = |v: LLVMValueRef| to_i64(builder, v, false);
             let mut tests = vec![];
             let size = match size {
                 Bytes::Constant(n) => k64(n),

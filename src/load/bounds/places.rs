@@ -45,12 +45,11 @@ pub(super) fn object_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::V
 /// The size of an `alloca` of a variable count (`char buf[n]`, `alloca(n)`): the count, and
 /// the size of one element.
 pub(super) fn dynamic_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::Value) -> Option<Bytes> {
-    let int = |v: llvm::Value| llvm::type_kind(llvm::type_of(v)) == LLVMTypeKind::LLVMIntegerTypeKind && (1..=64).contains(&llvm::int_width(llvm::type_of(v)));
     if unsafe { !LLVMIsACallInst(base).is_null() } {
         // A heap block of a size the program computes (`malloc(n)`, `calloc(n, 4)`).
         let (a, b) = allocation_size_args(base)?;
         let (a, b) = (llvm::operand(base, a), b.map(|b| llvm::operand(base, b)));
-        if !int(a) || !b.is_none_or(int) {
+        if !is_int64(a) || !b.is_none_or(is_int64) {
             return None;
         }
         return match b {
@@ -65,7 +64,7 @@ pub(super) fn dynamic_size(td: llvm_sys::target::LLVMTargetDataRef, base: llvm::
     }
     let count = llvm::operand(base, 0);
     let t = llvm::allocated_type(base);
-    (!llvm::is_a_constant_int(count) && llvm::is_sized(t) && int(count)).then(|| Bytes::Count(count, llvm::alloc_size(td, t)))
+    (!llvm::is_a_constant_int(count) && llvm::is_sized(t) && is_int64(count)).then(|| Bytes::Count(count, llvm::alloc_size(td, t)))
 }
 
 /// The arguments of an allocator's call that give the block's size: one (`malloc(n)`,
@@ -279,12 +278,7 @@ impl Places {
                         o = LLVMBuildAdd(self.builder, o, self.constant(c), c"apc.off".as_ptr());
                     }
                     for (index, scale) in terms {
-                        let w = llvm::int_width(llvm::type_of(index));
-                        let wide = match w.cmp(&64) {
-                            std::cmp::Ordering::Less => LLVMBuildSExt(self.builder, index, self.i64t, c"apc.idx".as_ptr()),
-                            std::cmp::Ordering::Greater => LLVMBuildTrunc(self.builder, index, self.i64t, c"apc.idx".as_ptr()),
-                            std::cmp::Ordering::Equal => index,
-                        };
+                        let wide = to_i64(self.builder, index, true);
                         let scaled = if scale == 1 { wide } else { LLVMBuildMul(self.builder, wide, self.constant(scale), c"apc.idx".as_ptr()) };
                         o = LLVMBuildAdd(self.builder, o, scaled, c"apc.off".as_ptr());
                     }
@@ -384,5 +378,21 @@ impl AfterFree {
         self.frees.iter().filter(|(o, ..)| *o == object).any(|(_, free, reach)| {
             reach.contains(&block) || (unsafe { LLVMGetInstructionParent(*free) } == block && llvm::instructions(block).iter().position(|&x| x == *free) < llvm::instructions(block).iter().position(|&x| x == i))
         })
+    }
+}
+
+/// Whether `v` is an integer of at most 64 bits (what the checks compute with).
+pub(super) fn is_int64(v: llvm::Value) -> bool {
+    llvm::type_kind(llvm::type_of(v)) == LLVMTypeKind::LLVMIntegerTypeKind && (1..=64).contains(&llvm::int_width(llvm::type_of(v)))
+}
+
+/// `v` as an `i64`, built by `builder`: sign- or zero-extended when narrower, truncated when wider.
+pub(super) unsafe fn to_i64(builder: LLVMBuilderRef, v: llvm::Value, signed: bool) -> llvm::Value {
+    let i64t = LLVMInt64TypeInContext(LLVMGetTypeContext(llvm::type_of(v)));
+    match llvm::int_width(llvm::type_of(v)).cmp(&64) {
+        std::cmp::Ordering::Less if signed => LLVMBuildSExt(builder, v, i64t, c"apc.wide".as_ptr()),
+        std::cmp::Ordering::Less => LLVMBuildZExt(builder, v, i64t, c"apc.wide".as_ptr()),
+        std::cmp::Ordering::Greater => LLVMBuildTrunc(builder, v, i64t, c"apc.wide".as_ptr()),
+        std::cmp::Ordering::Equal => v,
     }
 }

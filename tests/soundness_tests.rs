@@ -385,3 +385,58 @@ fn c_library_writes_past_an_object_may_set_a_neighbour() {
     let print_twin = "int f(int a) { int admin = 0; char buf[16]; sprintf(buf, \"%d\", a); if (admin) reach_error(); return buf[0]; }";
     assert_unreachable(&reach("sprintf_twin", print_twin, "f"));
 }
+
+#[test]
+fn pointers_kept_in_locals_or_moved_through_their_bytes_may_write_past_an_object() {
+    // A pointer kept in a local whose address is taken (`q = &p`), moved through `*q`: b = 2
+    // writes past `x`.
+    let kept = "int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; int *p = x; int **q = &p; if (b >= 0 && b < 8) *q = *q + b; *p = a; if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("pointer_kept_in_a_local", kept, "f"));
+    // Its integer view in a union, or its bytes copied to an integer and back, moved.
+    let union = "#include <stdint.h>\nunion PU { int *p; uintptr_t u; }; int f(int a, int b) { int flag = 0; int x = 0; union PU pu; pu.p = &x; if (b >= -64 && b < 64) pu.u += b; *pu.p = a; if (flag) reach_error(); return x; }";
+    assert_not_unreachable(&reach("pointer_moved_in_a_union", union, "f"));
+    let copied = "#include <stdint.h>\n#include <string.h>\nint f(int a, int b) { int flag = 0; int x = 0; int *p = &x; uintptr_t u; memcpy(&u, &p, sizeof u); if (b >= -64 && b < 64) u += b; memcpy(&p, &u, sizeof u); *p = a; if (flag) reach_error(); return x; }";
+    assert_not_unreachable(&reach("pointer_moved_by_memcpy", copied, "f"));
+    // Twins: moved within the array; a struct whose int field sits beside a pointer field.
+    let kept_twin = "int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; int *p = x; int **q = &p; if (b >= 0 && b < 2) *q = *q + b; *p = a; if (flag) reach_error(); return x[0]; }";
+    assert_unreachable(&reach("pointer_kept_in_a_local_twin", kept_twin, "f"));
+    let field_twin = "struct S { int n; int *p; }; int f(int a) { int flag = 0; int x = 0; struct S s; struct S *ps = &s; ps->n = a; ps->p = &x; *ps->p = a; if (flag) reach_error(); return x + s.n; }";
+    assert_unreachable(&reach("pointer_field_beside_an_int_twin", field_twin, "f"));
+}
+
+#[test]
+fn setjmp_builtin_unreachable_and_builtin_assume_mean_what_the_run_does() {
+    // A longjmp back into `setjmp` finds `k` as the run left it in memory (1), not as it was
+    // when `setjmp` first returned.
+    let jump = "#include <setjmp.h>\nstatic jmp_buf jb; static void g(int a) { if (a > 10) longjmp(jb, 1); } int f(int a) { int k = 0; if (setjmp(jb)) { if (k == 1) reach_error(); return 0; } k = 1; g(a); return 0; }";
+    assert_not_unreachable(&reach("setjmp_nonvolatile_local", jump, "f"));
+    // At -O0 `__builtin_unreachable()` is no instruction: the run falls through it.
+    let fall = "int f(int x) { if (x == 5) { __builtin_unreachable(); } if (x == 5) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("builtin_unreachable_falls_through", fall, "f"));
+    // `__builtin_assume` has no effect on the run.
+    let assume = "int f(int x) { __builtin_assume(x != 5); if (x == 5) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("builtin_assume_has_no_effect", assume, "f"));
+    // Twins: a test before `setjmp` (after it, every local in memory is forgotten), a call
+    // that does not return, `__VERIFIER_assume`.
+    let jump_twin = "#include <setjmp.h>\nstatic jmp_buf jb; static void g(int a) { if (a > 10) longjmp(jb, 1); } int f(int a) { int k = a; if (k > 20 && k < 15) reach_error(); if (setjmp(jb)) return 0; g(a); return 0; }";
+    assert_unreachable(&reach("setjmp_twin", jump_twin, "f"));
+    let fall_twin = "int f(int x) { if (x == 5) { exit(0); } if (x == 5) reach_error(); return 0; }";
+    assert_unreachable(&reach("exit_twin", fall_twin, "f"));
+    let assume_twin = "extern void __VERIFIER_assume(int);\nint f(int x) { __VERIFIER_assume(x != 5); if (x == 5) reach_error(); return 0; }";
+    assert_unreachable(&reach("verifier_assume_twin", assume_twin, "f"));
+}
+
+#[test]
+fn a_pointer_into_one_of_several_objects_may_write_past_the_one_it_points_into() {
+    // `p` is x or y; p[2..5] is past both, and lands on a neighbour such as `flag`.
+    let chosen = "int f(int a, int i, int c) { int flag = 0; int x[2] = {0, 0}; int y[2] = {0, 0}; int *p = c ? x : y; if (i >= 0 && i < 6) p[i] = a; if (flag) reach_error(); return x[0] + y[0]; }";
+    assert_not_unreachable(&reach("pointer_into_one_of_two_arrays", chosen, "f"));
+    // Walked by a loop from one of two buffers of different sizes: 8 bytes fit in `big` only.
+    let walked = "int f(int c, const char *s) { int flag = 0; char small[4]; char big[8]; char *p = c ? small : big; for (int k = 0; k < 8 && s[k]; k++) *p++ = s[k]; if (flag) reach_error(); return small[0] + big[0]; }";
+    assert_not_unreachable(&reach("pointer_walked_from_one_of_two_buffers", walked, "f"));
+    // Twins: every index fits both arrays; the walk fits the smaller buffer.
+    let chosen_twin = "int f(int a, int i, int c) { int flag = 0; int x[2] = {0, 0}; int y[2] = {0, 0}; int *p = c ? x : y; if (i >= 0 && i < 2) p[i] = a; if (flag) reach_error(); return x[0] + y[0]; }";
+    assert_unreachable(&reach("pointer_into_one_of_two_arrays_twin", chosen_twin, "f"));
+    let walked_twin = "int f(int c, const char *s) { int flag = 0; char small[4]; char big[8]; char *p = c ? small : big; for (int k = 0; k < 4 && s[k]; k++) *p++ = s[k]; if (flag) reach_error(); return small[0] + big[0]; }";
+    assert_unreachable(&reach("pointer_walked_from_one_of_two_buffers_twin", walked_twin, "f"));
+}

@@ -424,6 +424,80 @@ pub fn mark_uninitialised_locals(m: LLVMModuleRef, skip: &[&str]) -> usize {
     count
 }
 
+/// Erases every `llvm.assume` call (`__builtin_assume(c)`). Why: compiled as the replay
+/// compiles (-O0) it has no effect on the run, so a run where `c` is false goes on past it;
+/// taking `c` as a fact proved blocks unreachable that such a run enters. (`__VERIFIER_assume`
+/// and `--assume` are calls the program runs, and stay.) Returns how many were erased.
+pub fn erase_assumptions(m: LLVMModuleRef) -> usize {
+    let mut erased = 0;
+    for f in functions(m) {
+        for i in blocks(f).into_iter().flat_map(instructions) {
+            if called_function_name(i).as_deref() == Some("llvm.assume") {
+                unsafe { LLVMInstructionEraseFromParent(i) };
+                erased += 1;
+            }
+        }
+    }
+    erased
+}
+
+/// The name of the function call `i` calls directly (`None`: not a call, or an indirect one).
+pub fn called_function_name(i: Value) -> Option<String> {
+    unsafe {
+        if LLVMIsACallInst(i).is_null() {
+            return None;
+        }
+        let callee = LLVMGetCalledValue(i);
+        (!callee.is_null() && is_a_function(callee)).then(|| value_name(callee))
+    }
+}
+
+/// Whether `i` is a call that never returns: of a function or at a call site marked
+/// `noreturn` (clang marks `exit`, `abort`, `__assert_fail`, `longjmp` so), of `llvm.trap`, or
+/// of a target marker (the analysis's own dead ends).
+pub fn call_does_not_return(i: Value) -> bool {
+    let Some(name) = called_function_name(i) else { return false };
+    matches!(name.as_str(), "llvm.trap" | "llvm.ubsantrap" | super::target::TARGET_MARKER) || call_has_function_attribute(i, "noreturn")
+}
+
+/// Whether call `i` may return twice: a `setjmp` (by name, or marked `returns_twice`).
+fn returns_twice(i: Value) -> bool {
+    let Some(name) = called_function_name(i) else { return false };
+    matches!(name.as_str(), "setjmp" | "_setjmp" | "__setjmp" | "sigsetjmp" | "__sigsetjmp" | "savectx" | "vfork" | "getcontext")
+        || call_has_function_attribute(i, "returns_twice")
+}
+
+/// Whether call `i` or the function it calls carries function attribute `name`.
+fn call_has_function_attribute(i: Value, name: &str) -> bool {
+    // LLVMAttributeFunctionIndex: the function's own attributes.
+    const FUNCTION: u32 = u32::MAX;
+    let kind = unsafe { LLVMGetEnumAttributeKindForName(name.as_ptr() as *const _, name.len()) };
+    let callee = unsafe { LLVMGetCalledValue(i) };
+    unsafe { !LLVMGetEnumAttributeAtIndex(callee, FUNCTION, kind).is_null() || !LLVMGetCallSiteEnumAttribute(i, FUNCTION, kind).is_null() }
+}
+
+/// Marks every load and store of a function that calls `setjmp` volatile, so that mem2reg
+/// keeps its locals in memory. Why: a `longjmp` returns from `setjmp` a second time with the
+/// locals as the run left them in memory (at -O0 every local lives there), not with the SSA
+/// values they had at the first return; kept in memory, they are forgotten with the rest of
+/// memory at `setjmp` (an external call), as the engines treat it. Returns how many functions.
+pub fn keep_locals_in_memory_across_setjmp(m: LLVMModuleRef) -> usize {
+    let mut marked = 0;
+    for f in functions(m) {
+        let all: Vec<Value> = blocks(f).into_iter().flat_map(instructions).collect();
+        if !all.iter().any(|&i| returns_twice(i)) {
+            continue;
+        }
+        for &i in &all {
+            if matches!(opcode(i), LLVMOpcode::LLVMLoad | LLVMOpcode::LLVMStore) {
+                unsafe { LLVMSetVolatile(i, 1) };
+            }
+        }
+        marked += 1;
+    }
+    marked
+}
+
 /// Whether `v` is a call made by [`mark_uninitialised_locals`].
 pub fn is_uninit_call(v: Value) -> bool {
     unsafe {

@@ -86,6 +86,10 @@ pub fn normalize(ctx: &Context, module: &Module, keep: &[&str]) -> Result<()> {
     // value LLVM picked for `undef`).
     let marked = llvm::mark_uninitialised_locals(module.as_mut_ptr(), &[TARGET_MARKER]);
     tracing::debug!(locals = marked, "uninitialised locals marked");
+    // Both before mem2reg: what the run does at -O0, not what the compiler may assume.
+    let assumptions = llvm::erase_assumptions(module.as_mut_ptr());
+    let setjmp_functions = llvm::keep_locals_in_memory_across_setjmp(module.as_mut_ptr());
+    tracing::debug!(assumptions, setjmp_functions, "__builtin_assume erased, locals kept in memory across setjmp");
     let tm = target_machine()?;
     module
         .run_passes(PIPELINE, &tm, PassBuilderOptions::create())

@@ -28,15 +28,21 @@
 //!   library's writers ([`library_write`]: `strcpy`, `fgets`, `scanf`'s `%s`, ...), atomic
 //!   read-modify-writes;
 //! - always: stores through a pointer made from an integer or by inline assembly, pointers
-//!   handed to inline assembly, and any access to a heap block after a `free` of it.
+//!   handed to inline assembly, any access to a heap block after a `free` of it, and a
+//!   `__builtin_unreachable()` (at -O0 the run falls through it into the code that follows).
 //!
-//! Not covered: writes through pointers the pass cannot follow to one object (parameters,
-//! pointers loaded from memory, including a pointer moved through its integer view in memory,
-//! or returned by calls, a phi of two objects), library functions not in the table, and
-//! `longjmp` back into a frame whose locals changed since `setjmp`.
+//! A pointer into one of several objects (`c ? a : b`) is tested on an offset and a size
+//! computed beside it (the object on the path taken); a pointer loaded from a local of the
+//! function on where the pointers stored there point ([`slots`]; forged when its bytes were
+//! written otherwise, such as through a union's integer view or `memcpy`).
+//!
+//! Not covered: writes through pointers the pass cannot follow (parameters, pointers loaded
+//! from globals, heap blocks or locals whose address leaves the function's view, pointers
+//! returned by calls), and library functions not in the table.
 
 mod library;
 mod places;
+mod slots;
 
 use super::llvm;
 use library::{constant_string, library_write, print_max_len, scan_sizes, LibraryWrite};
@@ -166,7 +172,12 @@ fn check_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, s: llv
     }
     // Any other pointer into a known object (`*p++ = c` in a loop, `q = p + k`): the byte
     // offset the pass tracks beside it.
-    let (object, offset) = places.offset(ptr)?;
+    let Some((object, offset)) = places.offset(ptr) else {
+        // Into one of several objects (`c ? a : b`): the offset into the one on the path
+        // taken, against its size.
+        let (offset, size) = places.offset_and_size(ptr)?;
+        return Some(Check::Span { offset, len: Count::Constant(width as u64), size: Bytes::Count(size, 1) });
+    };
     let Some(size) = object_size(td, object) else {
         return Some(Check::Span { offset, len: Count::Constant(width as u64), size: dynamic_size(td, object)? });
     };
@@ -188,7 +199,7 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
     if !callee.is_null() && llvm::is_a_inline_asm(callee) {
         // Inline assembly may write anywhere from a pointer it is given.
         let args = llvm::call_arg_count(c);
-        let reaches = (0..args).map(|k| places.get(llvm::operand(c, k))).any(|o| matches!(o, Origin::Object(_) | Origin::Forged));
+        let reaches = (0..args).map(|k| places.get(llvm::operand(c, k))).any(|o| matches!(o, Origin::Object(_) | Origin::Several | Origin::Forged));
         return if reaches { vec![Check::Always] } else { vec![] };
     }
     if callee.is_null() || !llvm::is_a_function(callee) {
@@ -281,7 +292,10 @@ enum Length {
 /// The check of a write of `len` bytes at `dest` (`None`: `dest` is not followed to an object,
 /// or the write fits).
 fn span_check(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, dest: llvm::Value, len: Length) -> Option<Check> {
-    let (object, offset) = places.offset(dest)?;
+    let (object, offset) = match places.offset(dest) {
+        Some((object, offset)) => (Ok(object), offset),
+        None => places.offset_and_size(dest).map(|(offset, size)| (Err(size), offset))?,
+    };
     let len = match len {
         Length::Unbounded => return Some(Check::Always),
         Length::Constant(0) => return None,
@@ -295,6 +309,11 @@ fn span_check(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, dest
         Length::Product(a, b) if is_int64(a) && is_int64(b) => Count::Two(a, b),
         Length::Scaled(n, k) if is_int64(n) => Count::Scaled(n, k),
         _ => return None,
+    };
+    let object = match object {
+        Ok(object) => object,
+        // Into one of several objects: the size of the one on the path taken.
+        Err(size) => return Some(Check::Span { offset, len, size: Bytes::Count(size, 1) }),
     };
     let Some(size) = object_size(td, object) else {
         // A variable-length array or heap block: checked against the size the program computed.
@@ -402,8 +421,28 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
             unsafe { guard(m, s, &tests, id) };
             marked += 1;
         }
+        for block in llvm::blocks(f) {
+            let term = unsafe { LLVMGetBasicBlockTerminator(block) };
+            if !term.is_null() && is_bare_unreachable(term) {
+                llvm::insert_marker_call(m, super::target::TARGET_MARKER, block, Some(term), id);
+                marked += 1;
+            }
+        }
     }
     marked
+}
+
+/// Whether `term` is an `unreachable` the program reaches without a call before it that does
+/// not return (`exit`, `abort`, `__assert_fail`, `longjmp`, a target marker):
+/// `__builtin_unreachable()`, or one after a call of a function that may return. At -O0 it is
+/// no instruction at all and the run falls through into whatever code follows, so a path
+/// into it is a clobber site, not a dead end.
+fn is_bare_unreachable(term: llvm::Value) -> bool {
+    if llvm::opcode(term) != LLVMOpcode::LLVMUnreachable {
+        return false;
+    }
+    let before = unsafe { LLVMGetPreviousInstruction(term) };
+    before.is_null() || !llvm::call_does_not_return(before)
 }
 
 /// The tests that index `index` is outside `[lo, hi]`, built by `builder`.

@@ -6,6 +6,7 @@ use super::super::llvm;
 use llvm_sys::core::*;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMOpcode, LLVMTypeKind};
+use super::slots::Slots;
 
 /// The size in bytes of the object `base` is (an `alloca` of a constant count, or a global),
 /// if it is one.
@@ -113,8 +114,10 @@ pub(super) enum Origin {
     Unseen,
     /// Into this object (an `alloca`, a global, a constant-size heap block), on every path.
     Object(llvm::Value),
-    /// Into several objects, or into memory the pass does not follow (parameters, loaded
-    /// pointers, pointers from calls).
+    /// Into one of several objects, which one depending on the path (`c ? a : b`).
+    Several,
+    /// Into memory the pass does not follow (parameters, pointers loaded from memory other
+    /// than the function's own locals, pointers from calls).
     Unknown,
     /// Made from an integer (`inttoptr`) or by inline assembly, on some path: anywhere,
     /// a neighbour of any object included.
@@ -122,11 +125,12 @@ pub(super) enum Origin {
 }
 
 impl Origin {
-    fn join(self, other: Origin) -> Origin {
+    pub(super) fn join(self, other: Origin) -> Origin {
         match (self, other) {
             (Origin::Unseen, o) | (o, Origin::Unseen) => o,
             (Origin::Forged, _) | (_, Origin::Forged) => Origin::Forged,
             (Origin::Object(a), Origin::Object(b)) if a == b => self,
+            (Origin::Object(_) | Origin::Several, Origin::Object(_) | Origin::Several) => Origin::Several,
             _ => Origin::Unknown,
         }
     }
@@ -143,6 +147,13 @@ pub(super) struct Places {
     offsets: std::collections::HashMap<llvm::Value, llvm::Value>,
     i64t: LLVMTypeRef,
     builder: LLVMBuilderRef,
+    /// The writes into the function's locals, for the pointers loaded from them (`None` while
+    /// the first fixpoint, which does not follow loads, runs).
+    slots: Option<Slots>,
+    entry: LLVMBasicBlockRef,
+    /// For pointers into one of several objects: the offset into the one it points into on the
+    /// path taken, and that object's size.
+    several: std::collections::HashMap<llvm::Value, (llvm::Value, llvm::Value)>,
 }
 
 impl Places {
@@ -154,20 +165,33 @@ impl Places {
             offsets: Default::default(),
             i64t: unsafe { LLVMInt64TypeInContext(ctx) },
             builder: unsafe { LLVMCreateBuilderInContext(ctx) },
+            slots: None,
+            entry: unsafe { LLVMGetEntryBasicBlock(f) },
+            several: Default::default(),
         };
         let pointers: Vec<llvm::Value> = llvm::blocks(f)
             .into_iter()
             .flat_map(llvm::instructions)
             .filter(|&i| llvm::type_kind(llvm::type_of(i)) == LLVMTypeKind::LLVMPointerTypeKind)
             .collect();
-        // A fixpoint from `Unseen` upwards: each round can only move a value up the
-        // three-level lattice, so a few rounds settle it.
+        // First without following loads: which locals keep their address in view, and what
+        // is written into them. Then again from scratch, loads from those locals followed.
+        places.settle(&pointers);
+        places.slots = Some(Slots::new(td, f, &|v| places.get(v)));
+        places.origin.clear();
+        places.settle(&pointers);
+        places
+    }
+
+    /// A fixpoint from `Unseen` upwards: each round can only move a value up the lattice, so a
+    /// few rounds settle it.
+    fn settle(&mut self, pointers: &[llvm::Value]) {
         loop {
             let mut changed = false;
-            for &p in &pointers {
-                let now = places.step(p);
-                if places.origin.get(&p).copied().unwrap_or(Origin::Unseen) != now {
-                    places.origin.insert(p, now);
+            for &p in pointers {
+                let now = self.step(p);
+                if self.origin.get(&p).copied().unwrap_or(Origin::Unseen) != now {
+                    self.origin.insert(p, now);
                     changed = true;
                 }
             }
@@ -175,7 +199,31 @@ impl Places {
                 break;
             }
         }
-        places
+    }
+
+    /// The origin of pointer `load` loaded from memory: from a local that keeps its address in
+    /// view, where the pointers stored into it point ([`Slots`]), when its offset can be
+    /// computed there (one object, a global or a local made before it); else unknown.
+    fn loaded(&self, load: llvm::Value) -> Origin {
+        let (Some(slots), Origin::Object(local)) = (&self.slots, self.get(llvm::operand(load, 0))) else { return Origin::Unknown };
+        match slots.loaded(self.td, load, local, &|v| self.get(v)) {
+            Origin::Object(o) if !self.made_before(o, load) => Origin::Unknown,
+            Origin::Several => Origin::Unknown,
+            origin => origin,
+        }
+    }
+
+    /// Whether object `o`'s address is available at instruction `i`: a global, or a local of
+    /// the entry block made before `i`.
+    fn made_before(&self, o: llvm::Value, i: llvm::Value) -> bool {
+        if llvm::is_a_global_variable(o) {
+            return true;
+        }
+        if unsafe { LLVMIsAAllocaInst(o).is_null() || LLVMGetInstructionParent(o) != self.entry } {
+            return false;
+        }
+        let elsewhere = unsafe { LLVMGetInstructionParent(i) != self.entry };
+        elsewhere || llvm::instructions(self.entry).into_iter().take_while(|&x| x != i).any(|x| x == o)
     }
 
     /// The origin of `v` from its operands' current ones.
@@ -191,6 +239,7 @@ impl Places {
             // An address made from an integer or by inline assembly may point anywhere.
             LLVMOpcode::LLVMIntToPtr => Origin::Forged,
             LLVMOpcode::LLVMCall if llvm::is_a_inline_asm(llvm::called_value(v)) => Origin::Forged,
+            LLVMOpcode::LLVMLoad => self.loaded(v),
             _ => Origin::Unknown,
         }
     }
@@ -267,26 +316,119 @@ impl Places {
                 self.offsets.insert(p, o);
                 o
             }
-            _ => {
-                // A getelementptr: the base's offset plus what it adds.
-                let base = self.materialise(llvm::operand(p, 0), object);
-                let (c, terms) = gep_byte_offset(self.td, p).expect("a GEP the fixpoint followed");
+            LLVMOpcode::LLVMLoad => {
+                // A pointer loaded from memory: its address minus its object's.
                 let o = unsafe {
                     self.position_after(p);
-                    let mut o = base;
-                    if c != 0 {
-                        o = LLVMBuildAdd(self.builder, o, self.constant(c), c"apc.off".as_ptr());
-                    }
-                    for (index, scale) in terms {
-                        let wide = to_i64(self.builder, index, true);
-                        let scaled = if scale == 1 { wide } else { LLVMBuildMul(self.builder, wide, self.constant(scale), c"apc.idx".as_ptr()) };
-                        o = LLVMBuildAdd(self.builder, o, scaled, c"apc.off".as_ptr());
-                    }
-                    o
+                    let address = LLVMBuildPtrToInt(self.builder, p, self.i64t, c"apc.addr".as_ptr());
+                    let base = LLVMBuildPtrToInt(self.builder, object, self.i64t, c"apc.base".as_ptr());
+                    LLVMBuildSub(self.builder, address, base, c"apc.off".as_ptr())
                 };
                 self.offsets.insert(p, o);
                 o
             }
+            _ => {
+                // A getelementptr: the base's offset plus what it adds.
+                let base = self.materialise(llvm::operand(p, 0), object);
+                let o = self.gep_offset(p, base);
+                self.offsets.insert(p, o);
+                o
+            }
+        }
+    }
+
+    /// The offset of getelementptr `gep`, built after it, from its base's `base`.
+    fn gep_offset(&self, gep: llvm::Value, base: llvm::Value) -> llvm::Value {
+        let (c, terms) = gep_byte_offset(self.td, gep).expect("a GEP the fixpoint followed");
+        unsafe {
+            self.position_after(gep);
+            let mut o = base;
+            if c != 0 {
+                o = LLVMBuildAdd(self.builder, o, self.constant(c), c"apc.off".as_ptr());
+            }
+            for (index, scale) in terms {
+                let wide = to_i64(self.builder, index, true);
+                let scaled = if scale == 1 { wide } else { LLVMBuildMul(self.builder, wide, self.constant(scale), c"apc.idx".as_ptr()) };
+                o = LLVMBuildAdd(self.builder, o, scaled, c"apc.off".as_ptr());
+            }
+            o
+        }
+    }
+
+    /// For `p` into one of several objects (`c ? a : b`, a phi of two arrays): its offset into
+    /// the one it points into on the path taken, and that object's size, both `i64`s computed
+    /// beside it (an offset phi and a size phi beside a pointer phi). `None` when one of the
+    /// objects has no constant size.
+    pub(super) fn offset_and_size(&mut self, p: llvm::Value) -> Option<(llvm::Value, llvm::Value)> {
+        if self.get(p) != Origin::Several || !self.constant_sizes(p, &mut Default::default()) {
+            return None;
+        }
+        Some(self.materialise_several(p))
+    }
+
+    /// Whether every object `p` may point into has a constant size.
+    fn constant_sizes(&self, p: llvm::Value, seen: &mut std::collections::HashSet<llvm::Value>) -> bool {
+        if !seen.insert(p) {
+            return true;
+        }
+        match self.get(p) {
+            Origin::Object(o) => object_size(self.td, o).is_some(),
+            Origin::Several => match llvm::opcode(p) {
+                LLVMOpcode::LLVMPHI => llvm::incoming(p).into_iter().all(|(x, _)| self.constant_sizes(x, seen)),
+                LLVMOpcode::LLVMSelect => self.constant_sizes(llvm::operand(p, 1), seen) && self.constant_sizes(llvm::operand(p, 2), seen),
+                LLVMOpcode::LLVMGetElementPtr => self.constant_sizes(llvm::operand(p, 0), seen),
+                _ => false,
+            },
+            // An incoming value of a block the fixpoint never reached.
+            Origin::Unseen => true,
+            Origin::Unknown | Origin::Forged => false,
+        }
+    }
+
+    fn materialise_several(&mut self, p: llvm::Value) -> (llvm::Value, llvm::Value) {
+        if let Some(&pair) = self.several.get(&p) {
+            return pair;
+        }
+        match self.get(p) {
+            Origin::Object(o) => {
+                let size = object_size(self.td, o).expect("checked by constant_sizes");
+                (self.materialise(p, o), self.constant(size as i64))
+            }
+            Origin::Several => match llvm::opcode(p) {
+                LLVMOpcode::LLVMPHI => unsafe {
+                    LLVMPositionBuilderBefore(self.builder, p);
+                    let offset = LLVMBuildPhi(self.builder, self.i64t, c"apc.off".as_ptr());
+                    let size = LLVMBuildPhi(self.builder, self.i64t, c"apc.size".as_ptr());
+                    // Before its incoming values: a loop's phi is among them.
+                    self.several.insert(p, (offset, size));
+                    for (x, b) in llvm::incoming(p) {
+                        let (o, n) = self.materialise_several(x);
+                        for (phi, v) in [(offset, o), (size, n)] {
+                            let (mut v, mut b) = ([v], [b]);
+                            LLVMAddIncoming(phi, v.as_mut_ptr(), b.as_mut_ptr(), 1);
+                        }
+                    }
+                    (offset, size)
+                },
+                LLVMOpcode::LLVMSelect => {
+                    let ((oa, na), (ob, nb)) = (self.materialise_several(llvm::operand(p, 1)), self.materialise_several(llvm::operand(p, 2)));
+                    let pair = unsafe {
+                        self.position_after(p);
+                        let c = llvm::operand(p, 0);
+                        (LLVMBuildSelect(self.builder, c, oa, ob, c"apc.off".as_ptr()), LLVMBuildSelect(self.builder, c, na, nb, c"apc.size".as_ptr()))
+                    };
+                    self.several.insert(p, pair);
+                    pair
+                }
+                _ => {
+                    let (base, size) = self.materialise_several(llvm::operand(p, 0));
+                    let pair = (self.gep_offset(p, base), size);
+                    self.several.insert(p, pair);
+                    pair
+                }
+            },
+            // Not reached by the fixpoint: no run passes there.
+            _ => (self.constant(0), self.constant(0)),
         }
     }
 

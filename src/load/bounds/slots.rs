@@ -1,0 +1,231 @@
+//! Pointers kept in a function's own locals (`int **q = &p; *q = a + 9; *p = 1`, a pointer
+//! field of a local struct, a local array of pointers): a pointer loaded from such a local
+//! points where the pointers stored into it point, when nothing else writes the bytes it is
+//! loaded from. A pointer whose bytes were written another way (its integer view in a union,
+//! `memcpy`, a `memset`) may point anywhere: it is forged. A local whose address leaves the
+//! function's view (handed to a call, stored in memory, turned into an integer) is not
+//! followed.
+
+use super::super::llvm;
+use super::places::{gep_byte_offset, Origin};
+use llvm_sys::core::*;
+use llvm_sys::LLVMOpcode;
+use std::collections::HashMap;
+
+/// Where in a local an access falls.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Span {
+    /// At this constant byte offset.
+    At(i64),
+    /// At an offset not known here, a multiple of 8 (an index into an array of pointers).
+    Aligned,
+    /// Anywhere.
+    Anywhere,
+}
+
+impl Span {
+    fn aligned(self) -> bool {
+        match self {
+            Span::At(c) => c.rem_euclid(8) == 0,
+            Span::Aligned => true,
+            Span::Anywhere => false,
+        }
+    }
+
+    /// Whether `len` bytes at `self` and `other_len` bytes at `other` may share a byte.
+    fn overlaps(self, len: u64, other: Span, other_len: u64) -> bool {
+        match (self, other) {
+            (Span::At(a), Span::At(b)) => {
+                (a as i128) < b as i128 + other_len as i128 && (b as i128) < a as i128 + len as i128
+            }
+            _ => true,
+        }
+    }
+}
+
+/// One write into a local: where, how many bytes, and the pointer it stores (`None`: bytes
+/// that are not a pointer, or a pointer of another size).
+struct Write {
+    at: Span,
+    len: u64,
+    pointer: Option<llvm::Value>,
+}
+
+/// Every write into each local (an `alloca` of the function) whose address stays in view.
+pub(super) struct Slots {
+    /// `None`: the local's address leaves the function's view.
+    locals: HashMap<llvm::Value, Option<Vec<Write>>>,
+}
+
+impl Slots {
+    /// The writes into `f`'s locals, from the origins of its pointers as known without
+    /// following loads (`origin`): a local's address reaches a loaded pointer only through
+    /// memory, that is after being stored, which counts as leaving the view.
+    pub(super) fn new(
+        td: llvm_sys::target::LLVMTargetDataRef,
+        f: llvm::Value,
+        origin: &dyn Fn(llvm::Value) -> Origin,
+    ) -> Slots {
+        let mut locals: HashMap<llvm::Value, Option<Vec<Write>>> = HashMap::new();
+        for i in llvm::blocks(f).into_iter().flat_map(llvm::instructions) {
+            for k in 0..llvm::num_operands(i) {
+                let x = llvm::operand(i, k);
+                let Origin::Object(local) = origin(x) else {
+                    continue;
+                };
+                if unsafe { LLVMIsAAllocaInst(local).is_null() } {
+                    continue;
+                }
+                let entry = locals.entry(local).or_insert_with(|| Some(vec![]));
+                match use_of(td, i, k, local, origin) {
+                    Use::Read => {}
+                    Use::Write(w) => {
+                        if let Some(writes) = entry {
+                            writes.push(w);
+                        }
+                    }
+                    Use::Escape => *entry = None,
+                }
+            }
+        }
+        Slots { locals }
+    }
+
+    /// Where pointer `load`, loaded from `local`, points: the join of the pointers stored at
+    /// its bytes (`origin` gives theirs), forged when other bytes were written there, unknown
+    /// when the local is not followed or nothing was stored there.
+    pub(super) fn loaded(
+        &self,
+        td: llvm_sys::target::LLVMTargetDataRef,
+        load: llvm::Value,
+        local: llvm::Value,
+        origin: &dyn Fn(llvm::Value) -> Origin,
+    ) -> Origin {
+        let Some(Some(writes)) = self.locals.get(&local) else {
+            return Origin::Unknown;
+        };
+        let len = llvm::alloc_size(td, llvm::type_of(load));
+        let at = span_in(td, llvm::operand(load, 0), local);
+        let mut result = Origin::Unseen;
+        for w in writes.iter().filter(|w| w.at.overlaps(w.len, at, len)) {
+            result = match w.pointer {
+                // The same pointer-sized slot: pointers stored at aligned offsets (an array of
+                // pointers) are either this slot or another one.
+                Some(p)
+                    if w.len == len
+                        && w.at.aligned()
+                        && at.aligned()
+                        && (w.at == at || !matches!((w.at, at), (Span::At(_), Span::At(_)))) =>
+                {
+                    result.join(origin(p))
+                }
+                _ => Origin::Forged,
+            };
+        }
+        // Nothing stored there: an uninitialised pointer, which the engines do not follow
+        // either. (Stored pointers the fixpoint has not reached yet leave it `Unseen`.)
+        if writes.iter().any(|w| w.at.overlaps(w.len, at, len)) {
+            result
+        } else {
+            Origin::Unknown
+        }
+    }
+}
+
+/// What instruction `i` does with its operand `k`, a pointer into `local`.
+enum Use {
+    Read,
+    Write(Write),
+    Escape,
+}
+
+fn use_of(
+    td: llvm_sys::target::LLVMTargetDataRef,
+    i: llvm::Value,
+    k: u32,
+    local: llvm::Value,
+    origin: &dyn Fn(llvm::Value) -> Origin,
+) -> Use {
+    let x = llvm::operand(i, k);
+    match llvm::opcode(i) {
+        LLVMOpcode::LLVMLoad | LLVMOpcode::LLVMICmp => Use::Read,
+        LLVMOpcode::LLVMStore if k == 1 => {
+            let value = llvm::operand(i, 0);
+            let ty = llvm::type_of(value);
+            let pointer = (llvm::type_kind(ty) == llvm_sys::LLVMTypeKind::LLVMPointerTypeKind)
+                .then_some(value);
+            Use::Write(Write {
+                at: span_in(td, x, local),
+                len: llvm::alloc_size(td, ty),
+                pointer,
+            })
+        }
+        // Derived pointers that stay into the local are followed at their own uses.
+        LLVMOpcode::LLVMGetElementPtr | LLVMOpcode::LLVMPHI | LLVMOpcode::LLVMSelect
+            if origin(i) == Origin::Object(local) =>
+        {
+            Use::Read
+        }
+        LLVMOpcode::LLVMCall => match llvm::called_function_name(i).as_deref() {
+            Some(n) if n.starts_with("llvm.lifetime.") => Use::Read,
+            Some(n)
+                if (n.starts_with("llvm.memcpy.") || n.starts_with("llvm.memmove.")) && k == 1 =>
+            {
+                Use::Read
+            }
+            // Bytes copied or set into it: not pointers the pass follows.
+            Some(n)
+                if ["llvm.memset.", "llvm.memcpy.", "llvm.memmove."]
+                    .iter()
+                    .any(|p| n.starts_with(p))
+                    && k == 0 =>
+            {
+                Use::Write(Write {
+                    at: Span::Anywhere,
+                    len: u64::MAX,
+                    pointer: None,
+                })
+            }
+            _ => Use::Escape,
+        },
+        _ => Use::Escape,
+    }
+}
+
+/// Where pointer `p` (into `local`) falls in it.
+fn span_in(td: llvm_sys::target::LLVMTargetDataRef, p: llvm::Value, local: llvm::Value) -> Span {
+    if p == local {
+        return Span::At(0);
+    }
+    if unsafe { LLVMIsAGetElementPtrInst(p).is_null() } {
+        return Span::Anywhere;
+    }
+    let Some((c, terms)) = gep_byte_offset(td, p) else {
+        return Span::Anywhere;
+    };
+    let base = span_in(td, llvm::operand(p, 0), local);
+    match base {
+        Span::At(b) if terms.is_empty() => Span::At(b.wrapping_add(c)),
+        _ if base.aligned()
+            && c.rem_euclid(8) == 0
+            && terms.iter().all(|&(_, scale)| scale.rem_euclid(8) == 0) =>
+        {
+            Span::Aligned
+        }
+        _ => Span::Anywhere,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Span;
+
+    #[test]
+    fn spans_overlap_by_their_bytes() {
+        assert!(Span::At(0).overlaps(8, Span::At(4), 4));
+        assert!(!Span::At(0).overlaps(8, Span::At(8), 8));
+        assert!(!Span::At(8).overlaps(4, Span::At(0), 8));
+        assert!(Span::Aligned.overlaps(8, Span::At(100), 1));
+        assert!(Span::At(16).aligned() && !Span::At(12).aligned() && !Span::Anywhere.aligned());
+    }
+}

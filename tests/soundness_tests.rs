@@ -392,6 +392,11 @@ fn pointers_kept_in_locals_or_moved_through_their_bytes_may_write_past_an_object
     // writes past `x`.
     let kept = "int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; int *p = x; int **q = &p; if (b >= 0 && b < 8) *q = *q + b; *p = a; if (flag) reach_error(); return x[0]; }";
     assert_not_unreachable(&reach("pointer_kept_in_a_local", kept, "f"));
+    // A pointer kept in a global the function alone uses, set by it or by its initialiser.
+    let global = "static int *gp; int f(int a, int i) { int flag = 0; int x[2] = {0, 0}; gp = x; if (i >= 0 && i < 8) gp[i] = a; if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("pointer_kept_in_a_global", global, "f"));
+    let initialised = "static int flag; static int buf[2]; static int *gp = buf; int f(int a, int i) { if (i >= 0 && i < 8) gp[i] = a; if (flag) reach_error(); return buf[0]; }";
+    assert_not_unreachable(&reach("pointer_initialised_in_a_global", initialised, "f"));
     // Its integer view in a union, or its bytes copied to an integer and back, moved.
     let union = "#include <stdint.h>\nunion PU { int *p; uintptr_t u; }; int f(int a, int b) { int flag = 0; int x = 0; union PU pu; pu.p = &x; if (b >= -64 && b < 64) pu.u += b; *pu.p = a; if (flag) reach_error(); return x; }";
     assert_not_unreachable(&reach("pointer_moved_in_a_union", union, "f"));
@@ -400,6 +405,8 @@ fn pointers_kept_in_locals_or_moved_through_their_bytes_may_write_past_an_object
     // Twins: moved within the array; a struct whose int field sits beside a pointer field.
     let kept_twin = "int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; int *p = x; int **q = &p; if (b >= 0 && b < 2) *q = *q + b; *p = a; if (flag) reach_error(); return x[0]; }";
     assert_unreachable(&reach("pointer_kept_in_a_local_twin", kept_twin, "f"));
+    let global_twin = "static int *gp; int f(int a, int i) { int flag = 0; int x[2] = {0, 0}; gp = x; if (i >= 0 && i < 2) gp[i] = a; if (flag) reach_error(); return x[0]; }";
+    assert_unreachable(&reach("pointer_kept_in_a_global_twin", global_twin, "f"));
     let field_twin = "struct S { int n; int *p; }; int f(int a) { int flag = 0; int x = 0; struct S s; struct S *ps = &s; ps->n = a; ps->p = &x; *ps->p = a; if (flag) reach_error(); return x + s.n; }";
     assert_unreachable(&reach("pointer_field_beside_an_int_twin", field_twin, "f"));
 }

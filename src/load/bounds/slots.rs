@@ -1,5 +1,6 @@
 //! Pointers kept in a function's own locals (`int **q = &p; *q = a + 9; *p = 1`, a pointer
-//! field of a local struct, a local array of pointers): a pointer loaded from such a local
+//! field of a local struct, a local array of pointers) or in a global only it uses (`gp = buf;
+//! gp[i] = c`): a pointer loaded from such a local
 //! points where the pointers stored into it point, when nothing else writes the bytes it is
 //! loaded from. A pointer whose bytes were written another way (its integer view in a union,
 //! `memcpy`, a `memset`) may point anywhere: it is forged. A local whose address leaves the
@@ -51,7 +52,8 @@ struct Write {
     pointer: Option<llvm::Value>,
 }
 
-/// Every write into each local (an `alloca` of the function) whose address stays in view.
+/// Every write into each local (an `alloca` of the function, or a global only the function
+/// uses) whose address stays in view.
 pub(super) struct Slots {
     /// `None`: the local's address leaves the function's view.
     locals: HashMap<llvm::Value, Option<Vec<Write>>>,
@@ -61,22 +63,21 @@ impl Slots {
     /// The writes into `f`'s locals, from the origins of its pointers as known without
     /// following loads (`origin`): a local's address reaches a loaded pointer only through
     /// memory, that is after being stored, which counts as leaving the view.
-    pub(super) fn new(
-        td: llvm_sys::target::LLVMTargetDataRef,
-        f: llvm::Value,
-        origin: &dyn Fn(llvm::Value) -> Origin,
-    ) -> Slots {
+    pub(super) fn new(td: llvm_sys::target::LLVMTargetDataRef, f: llvm::Value, origin: &dyn Fn(llvm::Value) -> Origin) -> Slots {
         let mut locals: HashMap<llvm::Value, Option<Vec<Write>>> = HashMap::new();
         for i in llvm::blocks(f).into_iter().flat_map(llvm::instructions) {
             for k in 0..llvm::num_operands(i) {
                 let x = llvm::operand(i, k);
-                let Origin::Object(local) = origin(x) else {
-                    continue;
-                };
-                if unsafe { LLVMIsAAllocaInst(local).is_null() } {
-                    continue;
-                }
-                let entry = locals.entry(local).or_insert_with(|| Some(vec![]));
+                let Origin::Object(local) = origin(x) else { continue };
+                let entry = locals.entry(local).or_insert_with(|| {
+                    if unsafe { !LLVMIsAAllocaInst(local).is_null() } {
+                        Some(vec![])
+                    } else if llvm::is_a_global_variable(local) {
+                        global_in_view(local, f)
+                    } else {
+                        None
+                    }
+                });
                 match use_of(td, i, k, local, origin) {
                     Use::Read => {}
                     Use::Write(w) => {
@@ -109,6 +110,8 @@ impl Slots {
         let mut result = Origin::Unseen;
         for w in writes.iter().filter(|w| w.at.overlaps(w.len, at, len)) {
             result = match w.pointer {
+                // A null pointer: a write through it is no write into a neighbour.
+                Some(p) if llvm::is_a_null_pointer(p) => result,
                 // The same pointer-sized slot: pointers stored at aligned offsets (an array of
                 // pointers) are either this slot or another one.
                 Some(p)
@@ -214,6 +217,41 @@ fn span_in(td: llvm_sys::target::LLVMTargetDataRef, p: llvm::Value, local: llvm:
         }
         _ => Span::Anywhere,
     }
+}
+
+/// The initial writes of global `g` when only `f` can write it: defined in the module, every
+/// use of it in `f` or in a function nothing calls (a helper inlined into `f`), and initialised
+/// to zeros or to one pointer. `None` otherwise (other code may store any pointer into it).
+fn global_in_view(g: llvm::Value, f: llvm::Value) -> Option<Vec<Write>> {
+    fn uses_in_view(v: llvm::Value, f: llvm::Value) -> bool {
+        let mut u = unsafe { LLVMGetFirstUse(v) };
+        while !u.is_null() {
+            let user = unsafe { LLVMGetUser(u) };
+            let fine = if unsafe { !LLVMIsAInstruction(user).is_null() } {
+                let owner = unsafe { LLVMGetBasicBlockParent(LLVMGetInstructionParent(user)) };
+                owner == f || unsafe { LLVMGetFirstUse(owner).is_null() }
+            } else {
+                // A constant expression (a `getelementptr` into it) is in view where it is used;
+                // another global's initialiser holding its address is not.
+                let expression = unsafe { !LLVMIsAConstantExpr(user).is_null() };
+                expression && uses_in_view(user, f)
+            };
+            if !fine {
+                return false;
+            }
+            u = unsafe { LLVMGetNextUse(u) };
+        }
+        true
+    }
+    let init = llvm::initializer(g)?;
+    if !uses_in_view(g, f) {
+        return None;
+    }
+    if llvm::is_a_null_pointer(init) || llvm::is_a_aggregate_zero(init) {
+        return Some(vec![]);
+    }
+    let ty = llvm::type_of(init);
+    (llvm::type_kind(ty) == llvm_sys::LLVMTypeKind::LLVMPointerTypeKind).then(|| vec![Write { at: Span::At(0), len: 8, pointer: Some(init) }])
 }
 
 #[cfg(test)]

@@ -447,3 +447,20 @@ fn a_pointer_into_one_of_several_objects_may_write_past_the_one_it_points_into()
     let walked_twin = "int f(int c, const char *s) { int flag = 0; char small[4]; char big[8]; char *p = c ? small : big; for (int k = 0; k < 4 && s[k]; k++) *p++ = s[k]; if (flag) reach_error(); return small[0] + big[0]; }";
     assert_unreachable(&reach("pointer_walked_from_one_of_two_buffers_twin", walked_twin, "f"));
 }
+
+#[test]
+fn a_loop_that_writes_past_its_array_leaves_before_its_counted_end() {
+    // Three iterations over `int x[2]`: the third write is past it. The loop's closed-form
+    // count (3) is no count of a run that leaves at the bounds test.
+    let counted = "int f(int a) { int flag = 0; int x[2]; for (int i = 0; i < 3; i++) x[i] = a; if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("counted_loop_past_its_array", counted, "f"));
+    let walked = "int f(int a) { int flag = 0; int x[2]; int *p = x; for (int i = 0; i < 3; i++) *p++ = a; if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("walked_loop_past_its_array", walked, "f"));
+    let down = "int f(int a) { int x[2]; int flag = 0; for (int i = 1; i >= -1; i--) x[i] = a; if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("loop_below_its_array", down, "f"));
+    // Twins: two iterations.
+    let counted_twin = "int f(int a) { int flag = 0; int x[2]; for (int i = 0; i < 2; i++) x[i] = a; if (flag) reach_error(); return x[0]; }";
+    assert_unreachable(&reach("counted_loop_within_its_array", counted_twin, "f"));
+    let walked_twin = "int f(int a) { int flag = 0; int x[2]; int *p = x; for (int i = 0; i < 2; i++) *p++ = a; if (flag) reach_error(); return x[0]; }";
+    assert_unreachable(&reach("walked_loop_within_its_array", walked_twin, "f"));
+}

@@ -186,7 +186,14 @@ impl<'a> ApcBuilder<'a> {
                 break;
             }
             if let Some(&(_, loop_id)) = entries.iter().find(|(p, _)| *p == pos) {
-                let (loop_tests, loop_fresh) = self.apply_loop(loop_id, &mut st);
+                // A path that leaves the loop into a store's clobber site from inside it left
+                // at a bounds test, which no iteration condition holds (`Executor::edge_tests`
+                // leaves it out): the loop may end before its closed-form count.
+                let leaves_at_a_bounds_test = match nodes {
+                    [.., last_in_loop, end] => self.program.is_clobber_site(end.block()) && self.structure.get(loop_id).blocks.contains(&last_in_loop.block()),
+                    _ => false,
+                };
+                let (loop_tests, loop_fresh) = self.apply_loop(loop_id, &mut st, !leaves_at_a_bounds_test);
                 for t in loop_tests {
                     dropped |= push_test(&self.pool, &mut tests, t);
                 }

@@ -600,8 +600,10 @@ impl ApcBuilder<'_> {
     }
 
     /// Applies the summary of `loop_id` at its entry node: returns the tests θ⟨φ^κ⟩ and the fresh
-    /// symbols introduced, and updates `st` to θ⟨θ^κ⟩.
-    pub(crate) fn apply_loop(&mut self, loop_id: LoopId, st: &mut State) -> (Vec<ExprId>, Vec<ExprId>) {
+    /// symbols introduced, and updates `st` to θ⟨θ^κ⟩. `count_exact`: the path goes on from the
+    /// loop where an iteration condition fails, so that the closed-form count, if any, is the
+    /// number of iterations (not so for a path into a store's clobber site from inside the loop).
+    pub(crate) fn apply_loop(&mut self, loop_id: LoopId, st: &mut State, count_exact: bool) -> (Vec<ExprId>, Vec<ExprId>) {
         let (phis, invariant) = self.loop_values(loop_id);
         let f = &self.program.function;
         let mut key_ptrs = vec![];
@@ -660,7 +662,8 @@ impl ApcBuilder<'_> {
         // A proved iteration count replaces the counter in the state (the heavyweight step of
         // Algorithm 2): outer loops can then summarise values the inner loop computes.
         let mut count = Substitution::new();
-        if let Some(e) = summary.closed_form {
+        let closed_form = summary.closed_form.filter(|_| count_exact);
+        if let Some(e) = closed_form {
             let e = sigma.apply(&mut self.pool, e);
             let total = summary.counters[1..].iter().fold(summary.counters[0], |acc, &c| self.pool.bin(crate::expr::BvOp::Add, acc, c));
             tests.push(self.pool.eq(total, e));
@@ -675,7 +678,7 @@ impl ApcBuilder<'_> {
                 continue;
             }
             let idx = summary.vars.iter().position(|x| std::ptr::eq(x, v)).expect("own variable");
-            let uniform = summary.uniform_after.iter().find(|(k, _)| *k == idx).map(|(_, e)| *e);
+            let uniform = summary.uniform_after.iter().find(|(k, _)| *k == idx && count_exact).map(|(_, e)| *e);
             let new = uniform.or(*e).map(|e| {
                 let e = sigma.apply(&mut self.pool, e);
                 count.apply(&mut self.pool, e)
@@ -732,8 +735,10 @@ impl ApcBuilder<'_> {
         let gaps = self.coverage_gaps(loop_id, &summary, st, objects_at_entry);
         debug_assert!(gaps.is_empty(), "loop summary leaves values at stale contents: {gaps:?}");
         self.coverage_gaps.extend(gaps);
-        // The invariants after the loop, in the terms of this application.
-        for &f in &summary.invariant_facts {
+        // The invariants after the loop, in the terms of this application (stated over the
+        // values after the closed-form count, when the count gave them).
+        let facts = if count_exact || summary.uniform_after.is_empty() { &summary.invariant_facts[..] } else { &[] };
+        for &f in facts {
             let f = sigma.apply(&mut self.pool, f);
             tests.push(count.apply(&mut self.pool, f));
         }

@@ -464,3 +464,22 @@ fn a_loop_that_writes_past_its_array_leaves_before_its_counted_end() {
     let walked_twin = "int f(int a) { int flag = 0; int x[2]; int *p = x; for (int i = 0; i < 2; i++) *p++ = a; if (flag) reach_error(); return x[0]; }";
     assert_unreachable(&reach("walked_loop_within_its_array", walked_twin, "f"));
 }
+
+#[test]
+fn pointers_into_objects_of_computed_sizes_unknown_memory_or_heap_slots_may_write_past_an_object() {
+    // One arm of the select is a variable-length array, or a block of a computed size, or memory
+    // the pass does not follow; p = x and p[2] is past it.
+    let vla = "int f(int a, int b) { int n = (a & 3) + 1; int flag = 0; int x[2]; int vla[n]; int *p = (a > 100) ? vla : x; p[b] = 5; if (flag) reach_error(); return vla[0]; }";
+    assert_not_unreachable(&reach("select_with_a_vla", vla, "f"));
+    let param = "int f(int a, int b, int *q) { int flag = 0; int x[2]; int *p = (a > 100) ? q : x; p[b] = 5; if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("select_with_a_parameter", param, "f"));
+    // A pointer kept in a heap block the function allocates.
+    let heap = "int f(int a, int b) { int flag = 0; int x[2]; int **h = malloc(8); if (!h) return 0; *h = x; (*h)[b] = a; if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("pointer_kept_in_a_heap_block", heap, "f"));
+    // A block freed through a select, or written through one after its free.
+    let freed = "int f(int a) { int *p = malloc(8); int *o = malloc(8); if (!p || !o) return 0; free((a > 0) ? p : o); int *q = malloc(8); if (!q) return 0; *q = 0; p[0] = 5; if (*q) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("free_through_a_select", freed, "f"));
+    // Twins: every index fits both arms.
+    let vla_twin = "int f(int a, int b) { int n = (a & 3) + 2; int flag = 0; int x[2]; int vla[n]; int *p = (a > 100) ? vla : x; if (b >= 0 && b < 2) p[b] = 5; if (flag) reach_error(); return vla[0]; }";
+    assert_unreachable(&reach("select_with_a_vla_twin", vla_twin, "f"));
+}

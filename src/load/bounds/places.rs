@@ -114,7 +114,8 @@ pub(super) enum Origin {
     Unseen,
     /// Into this object (an `alloca`, a global, a constant-size heap block), on every path.
     Object(llvm::Value),
-    /// Into one of several objects, which one depending on the path (`c ? a : b`).
+    /// Into one of several objects, which one depending on the path (`c ? a : b`); on some
+    /// paths perhaps into memory the pass does not follow (`c ? a : param`).
     Several,
     /// Into memory the pass does not follow (parameters, pointers loaded from memory other
     /// than the function's own locals, pointers from calls).
@@ -130,7 +131,7 @@ impl Origin {
             (Origin::Unseen, o) | (o, Origin::Unseen) => o,
             (Origin::Forged, _) | (_, Origin::Forged) => Origin::Forged,
             (Origin::Object(a), Origin::Object(b)) if a == b => self,
-            (Origin::Object(_) | Origin::Several, Origin::Object(_) | Origin::Several) => Origin::Several,
+            (Origin::Object(_) | Origin::Several, Origin::Object(_) | Origin::Several | Origin::Unknown) | (Origin::Unknown, Origin::Object(_) | Origin::Several) => Origin::Several,
             _ => Origin::Unknown,
         }
     }
@@ -154,6 +155,8 @@ pub(super) struct Places {
     /// For pointers into one of several objects: the offset into the one it points into on the
     /// path taken, and that object's size.
     several: std::collections::HashMap<llvm::Value, (llvm::Value, llvm::Value)>,
+    /// The sizes of objects of computed sizes, built right after their allocation.
+    sizes: std::collections::HashMap<llvm::Value, llvm::Value>,
 }
 
 impl Places {
@@ -168,6 +171,7 @@ impl Places {
             slots: None,
             entry: unsafe { LLVMGetEntryBasicBlock(f) },
             several: Default::default(),
+            sizes: Default::default(),
         };
         let pointers: Vec<llvm::Value> = llvm::blocks(f)
             .into_iter()
@@ -357,32 +361,35 @@ impl Places {
 
     /// For `p` into one of several objects (`c ? a : b`, a phi of two arrays): its offset into
     /// the one it points into on the path taken, and that object's size, both `i64`s computed
-    /// beside it (an offset phi and a size phi beside a pointer phi). `None` when one of the
-    /// objects has no constant size.
+    /// beside it (an offset phi and a size phi beside a pointer phi). On a path where it points
+    /// into memory the pass does not follow, the size is the largest `i64`: not checked there.
     pub(super) fn offset_and_size(&mut self, p: llvm::Value) -> Option<(llvm::Value, llvm::Value)> {
-        if self.get(p) != Origin::Several || !self.constant_sizes(p, &mut Default::default()) {
-            return None;
-        }
-        Some(self.materialise_several(p))
+        (self.get(p) == Origin::Several).then(|| self.materialise_several(p))
     }
 
-    /// Whether every object `p` may point into has a constant size.
-    fn constant_sizes(&self, p: llvm::Value, seen: &mut std::collections::HashSet<llvm::Value>) -> bool {
-        if !seen.insert(p) {
-            return true;
+    /// The objects `p` may point into (those the pass follows).
+    pub(super) fn objects_of(&self, p: llvm::Value) -> Vec<llvm::Value> {
+        let mut objects = vec![];
+        let mut seen = std::collections::HashSet::new();
+        let mut work = vec![p];
+        while let Some(q) = work.pop() {
+            if !seen.insert(q) {
+                continue;
+            }
+            match self.get(q) {
+                Origin::Object(o) => objects.push(o),
+                Origin::Several => match llvm::opcode(q) {
+                    LLVMOpcode::LLVMPHI => work.extend(llvm::incoming(q).into_iter().map(|(x, _)| x)),
+                    LLVMOpcode::LLVMSelect => work.extend([llvm::operand(q, 1), llvm::operand(q, 2)]),
+                    LLVMOpcode::LLVMGetElementPtr => work.push(llvm::operand(q, 0)),
+                    _ => {}
+                },
+                _ => {}
+            }
         }
-        match self.get(p) {
-            Origin::Object(o) => object_size(self.td, o).is_some(),
-            Origin::Several => match llvm::opcode(p) {
-                LLVMOpcode::LLVMPHI => llvm::incoming(p).into_iter().all(|(x, _)| self.constant_sizes(x, seen)),
-                LLVMOpcode::LLVMSelect => self.constant_sizes(llvm::operand(p, 1), seen) && self.constant_sizes(llvm::operand(p, 2), seen),
-                LLVMOpcode::LLVMGetElementPtr => self.constant_sizes(llvm::operand(p, 0), seen),
-                _ => false,
-            },
-            // An incoming value of a block the fixpoint never reached.
-            Origin::Unseen => true,
-            Origin::Unknown | Origin::Forged => false,
-        }
+        objects.sort();
+        objects.dedup();
+        objects
     }
 
     fn materialise_several(&mut self, p: llvm::Value) -> (llvm::Value, llvm::Value) {
@@ -390,46 +397,72 @@ impl Places {
             return pair;
         }
         match self.get(p) {
-            Origin::Object(o) => {
-                let size = object_size(self.td, o).expect("checked by constant_sizes");
-                (self.materialise(p, o), self.constant(size as i64))
-            }
-            Origin::Several => match llvm::opcode(p) {
-                LLVMOpcode::LLVMPHI => unsafe {
-                    LLVMPositionBuilderBefore(self.builder, p);
-                    let offset = LLVMBuildPhi(self.builder, self.i64t, c"apc.off".as_ptr());
-                    let size = LLVMBuildPhi(self.builder, self.i64t, c"apc.size".as_ptr());
-                    // Before its incoming values: a loop's phi is among them.
-                    self.several.insert(p, (offset, size));
-                    for (x, b) in llvm::incoming(p) {
-                        let (o, n) = self.materialise_several(x);
-                        for (phi, v) in [(offset, o), (size, n)] {
-                            let (mut v, mut b) = ([v], [b]);
-                            LLVMAddIncoming(phi, v.as_mut_ptr(), b.as_mut_ptr(), 1);
-                        }
+            Origin::Object(o) => (self.materialise(p, o), self.size_of(o)),
+            Origin::Several if llvm::opcode(p) == LLVMOpcode::LLVMPHI => unsafe {
+                LLVMPositionBuilderBefore(self.builder, p);
+                let offset = LLVMBuildPhi(self.builder, self.i64t, c"apc.off".as_ptr());
+                let size = LLVMBuildPhi(self.builder, self.i64t, c"apc.size".as_ptr());
+                // Before its incoming values: a loop's phi is among them.
+                self.several.insert(p, (offset, size));
+                for (x, b) in llvm::incoming(p) {
+                    let (o, n) = self.materialise_several(x);
+                    for (phi, v) in [(offset, o), (size, n)] {
+                        let (mut v, mut b) = ([v], [b]);
+                        LLVMAddIncoming(phi, v.as_mut_ptr(), b.as_mut_ptr(), 1);
                     }
-                    (offset, size)
-                },
-                LLVMOpcode::LLVMSelect => {
-                    let ((oa, na), (ob, nb)) = (self.materialise_several(llvm::operand(p, 1)), self.materialise_several(llvm::operand(p, 2)));
-                    let pair = unsafe {
-                        self.position_after(p);
-                        let c = llvm::operand(p, 0);
-                        (LLVMBuildSelect(self.builder, c, oa, ob, c"apc.off".as_ptr()), LLVMBuildSelect(self.builder, c, na, nb, c"apc.size".as_ptr()))
-                    };
-                    self.several.insert(p, pair);
-                    pair
                 }
-                _ => {
-                    let (base, size) = self.materialise_several(llvm::operand(p, 0));
-                    let pair = (self.gep_offset(p, base), size);
-                    self.several.insert(p, pair);
-                    pair
+                (offset, size)
+            },
+            Origin::Several if llvm::opcode(p) == LLVMOpcode::LLVMSelect => {
+                let ((oa, na), (ob, nb)) = (self.materialise_several(llvm::operand(p, 1)), self.materialise_several(llvm::operand(p, 2)));
+                let pair = unsafe {
+                    self.position_after(p);
+                    let c = llvm::operand(p, 0);
+                    (LLVMBuildSelect(self.builder, c, oa, ob, c"apc.off".as_ptr()), LLVMBuildSelect(self.builder, c, na, nb, c"apc.size".as_ptr()))
+                };
+                self.several.insert(p, pair);
+                pair
+            }
+            Origin::Several if llvm::opcode(p) == LLVMOpcode::LLVMGetElementPtr => {
+                let (base, size) = self.materialise_several(llvm::operand(p, 0));
+                let pair = (self.gep_offset(p, base), size);
+                self.several.insert(p, pair);
+                pair
+            }
+            // Memory the pass does not follow, or a block no run reaches: not checked.
+            _ => (self.constant(0), self.constant(i64::MAX)),
+        }
+    }
+
+    /// The size of object `o` as an `i64`: a constant, or computed right after the allocation
+    /// from the size the program gave it (the largest `i64`, not checked, when neither).
+    fn size_of(&mut self, o: llvm::Value) -> llvm::Value {
+        if let Some(n) = object_size(self.td, o).and_then(|n| i64::try_from(n).ok()) {
+            return self.constant(n);
+        }
+        if let Some(&n) = self.sizes.get(&o) {
+            return n;
+        }
+        let n = match dynamic_size(self.td, o) {
+            Some(bytes) => unsafe {
+                self.position_after(o);
+                match bytes {
+                    Bytes::Constant(n) => self.constant(n),
+                    Bytes::Count(count, element) => {
+                        let count = to_i64(self.builder, count, false);
+                        LLVMBuildMul(self.builder, count, self.constant(element as i64), c"apc.size".as_ptr())
+                    }
+                    // A product that wraps is smaller than the block: stricter, not wrong.
+                    Bytes::Product(a, b) => {
+                        let (a, b) = (to_i64(self.builder, a, false), to_i64(self.builder, b, false));
+                        LLVMBuildMul(self.builder, a, b, c"apc.size".as_ptr())
+                    }
                 }
             },
-            // Not reached by the fixpoint: no run passes there.
-            _ => (self.constant(0), self.constant(0)),
-        }
+            None => self.constant(i64::MAX),
+        };
+        self.sizes.insert(o, n);
+        n
     }
 
     /// Positions the builder right after instruction `i` (after the block's phis when `i` is one).
@@ -477,8 +510,8 @@ impl AfterFree {
             if !llvm::is_a_function(callee) || !matches!(llvm::value_name(callee).as_str(), "free" | "realloc") {
                 continue;
             }
-            let Origin::Object(block) = places.get(llvm::operand(i, 0)) else { continue };
-            if unsafe { LLVMIsACallInst(block).is_null() } {
+            let blocks: Vec<llvm::Value> = places.objects_of(llvm::operand(i, 0)).into_iter().filter(|&o| unsafe { !LLVMIsACallInst(o).is_null() }).collect();
+            if blocks.is_empty() {
                 continue;
             }
             let mut seen = std::collections::HashSet::new();
@@ -488,7 +521,7 @@ impl AfterFree {
                     work.extend(llvm::successors(unsafe { LLVMGetBasicBlockTerminator(b) }));
                 }
             }
-            frees.push((block, i, seen));
+            frees.extend(blocks.into_iter().map(|block| (block, i, seen.clone())));
         }
         AfterFree { frees }
     }
@@ -507,17 +540,18 @@ impl AfterFree {
                 if llvm::is_a_function(callee) && matches!(llvm::value_name(callee).as_str(), "free" | "realloc") {
                     return false;
                 }
-                return (0..llvm::call_arg_count(i)).any(|k| self.freed_before(places.get(llvm::operand(i, k)), i));
+                return (0..llvm::call_arg_count(i)).any(|k| self.freed_before(places, llvm::operand(i, k), i));
             }
             _ => return false,
         };
-        self.freed_before(places.get(ptr), i)
+        self.freed_before(places, ptr, i)
     }
 
-    fn freed_before(&self, origin: Origin, i: llvm::Value) -> bool {
-        let Origin::Object(object) = origin else { return false };
+    /// Whether pointer `p` may point into a block freed before instruction `i`.
+    fn freed_before(&self, places: &Places, p: llvm::Value, i: llvm::Value) -> bool {
+        let objects = places.objects_of(p);
         let block = unsafe { LLVMGetInstructionParent(i) };
-        self.frees.iter().filter(|(o, ..)| *o == object).any(|(_, free, reach)| {
+        self.frees.iter().filter(|(o, ..)| objects.contains(o)).any(|(_, free, reach)| {
             reach.contains(&block) || (unsafe { LLVMGetInstructionParent(*free) } == block && llvm::instructions(block).iter().position(|&x| x == *free) < llvm::instructions(block).iter().position(|&x| x == i))
         })
     }

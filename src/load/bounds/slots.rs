@@ -52,8 +52,8 @@ struct Write {
     pointer: Option<llvm::Value>,
 }
 
-/// Every write into each local (an `alloca` of the function, or a global only the function
-/// uses) whose address stays in view.
+/// Every write into each local (an `alloca` of the function, a heap block it allocates, or a
+/// global only it uses) whose address stays in view.
 pub(super) struct Slots {
     /// `None`: the local's address leaves the function's view.
     locals: HashMap<llvm::Value, Option<Vec<Write>>>,
@@ -70,7 +70,7 @@ impl Slots {
                 let x = llvm::operand(i, k);
                 let Origin::Object(local) = origin(x) else { continue };
                 let entry = locals.entry(local).or_insert_with(|| {
-                    if unsafe { !LLVMIsAAllocaInst(local).is_null() } {
+                    if unsafe { !LLVMIsAAllocaInst(local).is_null() } || is_fresh_block(local) {
                         Some(vec![])
                     } else if llvm::is_a_global_variable(local) {
                         global_in_view(local, f)
@@ -217,6 +217,12 @@ fn span_in(td: llvm_sys::target::LLVMTargetDataRef, p: llvm::Value, local: llvm:
         }
         _ => Span::Anywhere,
     }
+}
+
+/// Whether `o` is a heap block that starts without pointers: `malloc`'s, `calloc`'s (not
+/// `realloc`'s, which holds the old block's bytes).
+fn is_fresh_block(o: llvm::Value) -> bool {
+    matches!(llvm::called_function_name(o).as_deref(), Some("malloc" | "calloc" | "aligned_alloc"))
 }
 
 /// The initial writes of global `g` when only `f` can write it: defined in the module, every

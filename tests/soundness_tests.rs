@@ -483,3 +483,21 @@ fn pointers_into_objects_of_computed_sizes_unknown_memory_or_heap_slots_may_writ
     let vla_twin = "int f(int a, int b) { int n = (a & 3) + 2; int flag = 0; int x[2]; int vla[n]; int *p = (a > 100) ? vla : x; if (b >= 0 && b < 2) p[b] = 5; if (flag) reach_error(); return vla[0]; }";
     assert_unreachable(&reach("select_with_a_vla_twin", vla_twin, "f"));
 }
+
+#[test]
+fn percent_n_wide_conversions_and_more_library_writers_may_write_past_an_object() {
+    // `%n` writes an int through its argument; &x[2] is past `x`.
+    let count = "int f(int b) { int flag = 0; int x[2]; printf(\"ab%n\\n\", &x[b]); if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("printf_percent_n", count, "f"));
+    // `%4ls` stores five wide characters (20 bytes) into `char buf[5]`.
+    let wide = "int f(int a) { int flag = 0; char buf[5]; sscanf(\"abcd\", \"%4ls\", buf); if (flag) reach_error(); return buf[0] + a; }";
+    assert_not_unreachable(&reach("sscanf_wide_string", wide, "f"));
+    // `clock_gettime` writes a 16-byte timespec.
+    let clock = "#include <time.h>\nint f(int a) { int flag = 0; int x[2]; if (a == 1) clock_gettime(CLOCK_REALTIME, (struct timespec *)x); if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("clock_gettime_past_end", clock, "f"));
+    // Twins: `%n` into `x[0]` or `x[1]`; a timespec that fits.
+    let count_twin = "int f(int b) { int flag = 0; int x[2]; if (b >= 0 && b < 2) printf(\"ab%n\\n\", &x[b]); if (flag) reach_error(); return x[0]; }";
+    assert_unreachable(&reach("printf_percent_n_twin", count_twin, "f"));
+    let clock_twin = "#include <time.h>\nint f(int a) { int flag = 0; struct timespec t; if (a == 1) clock_gettime(CLOCK_REALTIME, &t); if (flag) reach_error(); return (int)t.tv_sec; }";
+    assert_unreachable(&reach("clock_gettime_twin", clock_twin, "f"));
+}

@@ -25,6 +25,27 @@ pub(super) enum LibraryWrite {
     /// A `scanf`: each conversion of the format (argument `format`) writes through one of
     /// the arguments after it.
     Scan { format: u32 },
+    /// A `printf`'s `%n` conversions: each writes the count printed so far through one of the
+    /// arguments after the format (argument `format`).
+    Count { format: u32 },
+}
+
+/// Every way a function of the C library writes through its pointer arguments: the table's
+/// entry, and a `printf`'s `%n` conversions.
+pub(super) fn library_writes(name: &str) -> Vec<LibraryWrite> {
+    let mut writes: Vec<LibraryWrite> = library_write(name).into_iter().collect();
+    // The fortified variants take a flag (and, for the buffer ones, a length and an object
+    // size) before the format. The `v` variants' arguments are in a `va_list`: not followed.
+    let format = match name {
+        "printf" => Some(0),
+        "fprintf" | "dprintf" | "sprintf" | "__printf_chk" => Some(1),
+        "snprintf" | "__fprintf_chk" | "__dprintf_chk" => Some(2),
+        "__sprintf_chk" => Some(3),
+        "__snprintf_chk" => Some(4),
+        _ => None,
+    };
+    writes.extend(format.map(|format| LibraryWrite::Count { format }));
+    writes
 }
 
 /// The functions of the C library that write through a pointer argument, and how. Not listed:
@@ -51,12 +72,28 @@ pub(super) fn library_write(name: &str) -> Option<LibraryWrite> {
         "getlogin_r" => Bounded { dest: 0, n: 1, times: None },
         "qsort" => Bounded { dest: 0, n: 1, times: Some(2) },
         // `wchar_t` is 4 bytes here.
-        "mbstowcs" | "wcsncpy" | "wmemcpy" | "wmemmove" | "wmemset" => Wide { dest: 0, n: 2 },
+        "mbstowcs" | "mbsrtowcs" | "wcsncpy" | "wmemcpy" | "wmemmove" | "wmemset" => Wide { dest: 0, n: 2 },
         "wcscpy" | "wcscat" | "wcsncat" => Unbounded { dest: 0 },
         "time" => Fixed { dest: 0, bytes: 8 },
         "pipe" => Fixed { dest: 0, bytes: 8 },
         "gettimeofday" => Fixed { dest: 0, bytes: 16 },
         "localtime_r" | "gmtime_r" => Fixed { dest: 1, bytes: 56 },
+        // The 26 bytes of "Wed Jun 30 21:49:08 1993\n".
+        "ctime_r" | "asctime_r" => Fixed { dest: 1, bytes: 26 },
+        "clock_gettime" | "clock_getres" => Fixed { dest: 1, bytes: 16 },
+        "getrlimit" => Fixed { dest: 1, bytes: 16 },
+        "times" => Fixed { dest: 0, bytes: 32 },
+        "uname" => Fixed { dest: 0, bytes: 390 },
+        "sigemptyset" | "sigfillset" | "sigaddset" | "sigdelset" => Fixed { dest: 0, bytes: 128 },
+        "pthread_create" | "asprintf" | "vasprintf" => Fixed { dest: 0, bytes: 8 },
+        "mbrtowc" | "mbtowc" => Fixed { dest: 0, bytes: 4 },
+        "strftime" | "getentropy" | "getrandom" => Bounded { dest: 0, n: 1, times: None },
+        "wcstombs" | "wcsrtombs" => Bounded { dest: 0, n: 2, times: None },
+        "confstr" | "recvfrom" => Bounded { dest: 1, n: 2, times: None },
+        "inet_ntop" => Bounded { dest: 2, n: 3, times: None },
+        "fgetws" | "wcsftime" => Wide { dest: 0, n: 1 },
+        // `MB_LEN_MAX` bytes at most.
+        "wcrtomb" | "wctomb" => Fixed { dest: 0, bytes: 16 },
         "stat" | "fstat" | "lstat" => Fixed { dest: 1, bytes: 144 },
         "frexp" | "frexpf" | "remquo" => Fixed { dest: if name == "remquo" { 2 } else { 1 }, bytes: 4 },
         "modf" => Fixed { dest: 1, bytes: 8 },
@@ -179,6 +216,43 @@ pub(super) fn print_max_len(format: &[u8]) -> Option<u64> {
     Some(total)
 }
 
+/// What each argument after a `printf` format gets written: `Some(n)` for a `%n` conversion (its
+/// size), `None` for an argument read (a `*` width or precision takes one too). `None` overall
+/// when the format is not understood.
+pub(super) fn count_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
+    let mut out = vec![];
+    let mut k = 0;
+    while k < format.len() {
+        if format[k] != b'%' {
+            k += 1;
+            continue;
+        }
+        k += 1;
+        if format.get(k) == Some(&b'%') {
+            k += 1;
+            continue;
+        }
+        // Flags, width and precision; each `*` takes an argument.
+        while k < format.len() && (b"-+ #0'.".contains(&format[k]) || format[k].is_ascii_digit() || format[k] == b'*') {
+            if format[k] == b'*' {
+                out.push(None);
+            }
+            k += 1;
+        }
+        let (modifier, conversion) = conversion_spec(format, &mut k)?;
+        if !b"diouxXcspnfFeEgGaA".contains(&conversion) {
+            return None;
+        }
+        out.push((conversion == b'n').then(|| match modifier.as_str() {
+            "hh" => 1,
+            "h" => 2,
+            "" => 4,
+            _ => 8,
+        }));
+    }
+    Some(out)
+}
+
 /// What each argument after a `scanf` format gets, in order: `Some(n)`, at most `n` bytes
 /// (`%d` 4, `%lf` 8, `%5s` 6); `None`, a string of any length (`%s`, `%[` without a width).
 /// `None` overall when the format is not understood.
@@ -231,8 +305,9 @@ pub(super) fn scan_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
                 _ => return None,
             }),
             b'p' => Some(8),
-            b'c' => Some(width.unwrap_or(1)),
-            b's' | b'[' => width.map(|w| w + 1),
+            // `%lc`, `%ls`, `%l[`: wide characters, 4 bytes each.
+            b'c' => Some(width.unwrap_or(1) * if modifier == "l" { 4 } else { 1 }),
+            b's' | b'[' => width.map(|w| (w + 1) * if modifier == "l" { 4 } else { 1 }),
             _ => return None,
         };
         out.push(size);
@@ -242,7 +317,15 @@ pub(super) fn scan_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{print_max_len, scan_sizes};
+    use super::{count_sizes, print_max_len, scan_sizes};
+
+    #[test]
+    fn printf_formats_write_through_their_percent_n_arguments() {
+        assert_eq!(count_sizes(b"%d%n %s %hhn"), Some(vec![None, Some(4), None, Some(1)]));
+        // `*` widths take an argument of their own.
+        assert_eq!(count_sizes(b"%*d%lln"), Some(vec![None, None, Some(8)]));
+        assert_eq!(count_sizes(b"%k"), None);
+    }
 
     #[test]
     fn printf_formats_print_at_most() {
@@ -263,6 +346,8 @@ mod tests {
         assert_eq!(scan_sizes(b"%7s %s %3c %c %*d %% %[a-z] %5[^]x]"), Some(vec![Some(8), None, Some(3), Some(1), None, Some(6)]));
         // Not understood: no sizes at all (every argument is then unbounded).
         assert_eq!(scan_sizes(b"%lk"), None);
+        // Wide characters: 4 bytes each.
+        assert_eq!(scan_sizes(b"%4ls %2lc"), Some(vec![Some(20), Some(8)]));
         assert_eq!(scan_sizes(b"%"), None);
     }
 }

@@ -45,7 +45,7 @@ mod places;
 mod slots;
 
 use super::llvm;
-use library::{constant_string, library_write, print_max_len, scan_sizes, LibraryWrite};
+use library::{constant_string, count_sizes, library_writes, print_max_len, scan_sizes, LibraryWrite};
 use llvm_sys::core::*;
 use llvm_sys::debuginfo::{LLVMInstructionGetDebugLoc, LLVMInstructionSetDebugLoc};
 use llvm_sys::prelude::*;
@@ -206,70 +206,86 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
         return vec![];
     }
     let name = llvm::value_name(callee);
-    let write = if ["llvm.memset.", "llvm.memcpy.", "llvm.memmove."].iter().any(|p| name.starts_with(p)) {
-        LibraryWrite::Bounded { dest: 0, n: 2, times: None }
+    let writes = if ["llvm.memset.", "llvm.memcpy.", "llvm.memmove."].iter().any(|p| name.starts_with(p)) {
+        vec![LibraryWrite::Bounded { dest: 0, n: 2, times: None }]
     } else if llvm::is_declaration(callee) {
-        match library_write(&name) {
-            Some(w) => w,
-            None => return vec![],
-        }
+        library_writes(&name)
     } else {
         return vec![];
     };
     let args = llvm::call_arg_count(c);
     let arg = |k: u32| (k < args).then(|| llvm::operand(c, k));
     let mut checks = vec![];
-    match write {
-        LibraryWrite::Bounded { dest, n, times } => {
-            let (Some(dest), Some(n)) = (arg(dest), arg(n)) else { return vec![] };
-            let len = match times.map(arg) {
-                None => Length::Value(n),
-                Some(Some(m)) => Length::Product(n, m),
-                Some(None) => return vec![],
-            };
-            checks.extend(span_check(td, places, dest, len));
-        }
-        LibraryWrite::Wide { dest, n } => {
-            let (Some(dest), Some(n)) = (arg(dest), arg(n)) else { return vec![] };
-            checks.extend(span_check(td, places, dest, Length::Scaled(n, 4)));
-        }
-        LibraryWrite::Fixed { dest, bytes } => {
-            let Some(dest) = arg(dest) else { return vec![] };
-            if !llvm::is_a_null_pointer(dest) {
-                checks.extend(span_check(td, places, dest, Length::Constant(bytes)));
-            }
-        }
-        LibraryWrite::String { dest, src } => {
-            let (Some(dest), Some(src)) = (arg(dest), arg(src)) else { return vec![] };
-            let len = match constant_string(td, src) {
-                Some(text) => Length::Constant(text.len() as u64 + 1),
-                None => Length::Unbounded,
-            };
-            checks.extend(span_check(td, places, dest, len));
-        }
-        LibraryWrite::Print { dest, format } => {
-            let (Some(dest), Some(fmt)) = (arg(dest), arg(format)) else { return vec![] };
-            let len = match constant_string(td, fmt).and_then(|f| print_max_len(&f)) {
-                Some(n) => Length::Constant(n + 1),
-                None => Length::Unbounded,
-            };
-            checks.extend(span_check(td, places, dest, len));
-        }
-        LibraryWrite::Unbounded { dest } => {
-            let Some(dest) = arg(dest) else { return vec![] };
-            checks.extend(span_check(td, places, dest, Length::Unbounded));
-        }
-        LibraryWrite::Scan { format } => {
-            let Some(fmt) = arg(format) else { return vec![] };
-            // Without the format, every pointer argument may get a string of any length.
-            let sizes = constant_string(td, fmt).and_then(|f| scan_sizes(&f));
-            for k in format + 1..args {
-                let len = match sizes.as_ref().map(|s| s.get((k - format - 1) as usize).copied()) {
-                    Some(Some(Some(n))) => Length::Constant(n),
+    for write in writes {
+        match write {
+            LibraryWrite::Bounded { dest, n, times } => {
+                let (Some(dest), Some(n)) = (arg(dest), arg(n)) else { continue };
+                let len = match times.map(arg) {
+                    None => Length::Value(n),
+                    Some(Some(m)) => Length::Product(n, m),
                     Some(None) => continue,
-                    _ => Length::Unbounded,
                 };
-                checks.extend(span_check(td, places, llvm::operand(c, k), len));
+                checks.extend(span_check(td, places, dest, len));
+            }
+            LibraryWrite::Wide { dest, n } => {
+                let (Some(dest), Some(n)) = (arg(dest), arg(n)) else { continue };
+                checks.extend(span_check(td, places, dest, Length::Scaled(n, 4)));
+            }
+            LibraryWrite::Fixed { dest, bytes } => {
+                let Some(dest) = arg(dest) else { continue };
+                if !llvm::is_a_null_pointer(dest) {
+                    checks.extend(span_check(td, places, dest, Length::Constant(bytes)));
+                }
+            }
+            LibraryWrite::String { dest, src } => {
+                let (Some(dest), Some(src)) = (arg(dest), arg(src)) else { continue };
+                let len = match constant_string(td, src) {
+                    Some(text) => Length::Constant(text.len() as u64 + 1),
+                    None => Length::Unbounded,
+                };
+                checks.extend(span_check(td, places, dest, len));
+            }
+            LibraryWrite::Print { dest, format } => {
+                let (Some(dest), Some(fmt)) = (arg(dest), arg(format)) else { continue };
+                let len = match constant_string(td, fmt).and_then(|f| print_max_len(&f)) {
+                    Some(n) => Length::Constant(n + 1),
+                    None => Length::Unbounded,
+                };
+                checks.extend(span_check(td, places, dest, len));
+            }
+            LibraryWrite::Unbounded { dest } => {
+                let Some(dest) = arg(dest) else { continue };
+                checks.extend(span_check(td, places, dest, Length::Unbounded));
+            }
+            LibraryWrite::Count { format } => {
+                let Some(fmt) = arg(format) else { continue };
+                // Without the format, any pointer argument may get a `%lln`'s 8 bytes.
+                let sizes = constant_string(td, fmt).and_then(|f| count_sizes(&f));
+                for k in format + 1..args {
+                    let a = llvm::operand(c, k);
+                    let bytes = match &sizes {
+                        Some(sizes) => match sizes.get((k - format - 1) as usize) {
+                            Some(Some(n)) => *n,
+                            _ => continue,
+                        },
+                        None if llvm::type_kind(llvm::type_of(a)) == LLVMTypeKind::LLVMPointerTypeKind => 8,
+                        None => continue,
+                    };
+                    checks.extend(span_check(td, places, a, Length::Constant(bytes)));
+                }
+            }
+            LibraryWrite::Scan { format } => {
+                let Some(fmt) = arg(format) else { continue };
+                // Without the format, every pointer argument may get a string of any length.
+                let sizes = constant_string(td, fmt).and_then(|f| scan_sizes(&f));
+                for k in format + 1..args {
+                    let len = match sizes.as_ref().map(|s| s.get((k - format - 1) as usize).copied()) {
+                        Some(Some(Some(n))) => Length::Constant(n),
+                        Some(None) => continue,
+                        _ => Length::Unbounded,
+                    };
+                    checks.extend(span_check(td, places, llvm::operand(c, k), len));
+                }
             }
         }
     }

@@ -243,6 +243,13 @@ impl Places {
             // An address made from an integer or by inline assembly may point anywhere.
             LLVMOpcode::LLVMIntToPtr => Origin::Forged,
             LLVMOpcode::LLVMCall if llvm::is_a_inline_asm(llvm::called_value(v)) => Origin::Forged,
+            // The frame's own addresses (`__builtin_frame_address`), a pointer with its low
+            // bits masked (`__builtin_align_down`): anywhere near an object.
+            LLVMOpcode::LLVMCall
+                if llvm::called_function_name(v).is_some_and(|n| ["llvm.frameaddress", "llvm.returnaddress", "llvm.addressofreturnaddress", "llvm.stacksave", "llvm.sponentry", "llvm.ptrmask"].iter().any(|p| n.starts_with(p))) =>
+            {
+                Origin::Forged
+            }
             LLVMOpcode::LLVMLoad => self.loaded(v),
             _ => Origin::Unknown,
         }

@@ -501,3 +501,24 @@ fn percent_n_wide_conversions_and_more_library_writers_may_write_past_an_object(
     let clock_twin = "#include <time.h>\nint f(int a) { int flag = 0; struct timespec t; if (a == 1) clock_gettime(CLOCK_REALTIME, &t); if (flag) reach_error(); return (int)t.tv_sec; }";
     assert_unreachable(&reach("clock_gettime_twin", clock_twin, "f"));
 }
+
+#[test]
+fn writes_where_the_pass_does_not_look_rule_a_proof_out() {
+    // A recursive helper (past the recursion cut) writes past the array it is given.
+    let recursive = "void put(int *p, int i, int v, int n) { if (n > 0) put(p, i, v, n - 1); else p[i] = v; } int f(int a, int b) { int flag = 0; int x[2]; put(x, b, a, 5); if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("recursive_writer", recursive, "f"));
+    // A pointer returned by a function called through a pointer.
+    let returned = "int *id(int *p) { return p; } int *(*fp)(int *) = id; int f(int a, int b) { int flag = 0; int x[2]; int *p = fp(x); p[b] = a; if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("pointer_returned_through_a_function_pointer", returned, "f"));
+    // A comparator that writes, run by `qsort`.
+    let callback = "int cmp(const void *p, const void *q) { ((int *)p)[2] = 1; return 0; } int f(int a, int b) { int flag = 0; int y[2] = {a, b}; qsort(y, 2, sizeof(int), cmp); if (flag) reach_error(); return y[0]; }";
+    assert_not_unreachable(&reach("qsort_comparator_writes", callback, "f"));
+    // A pointer `strchr` returns into the array, written past it.
+    let found = "#include <string.h>\nint f(int a, int b) { int flag = 0; char s[4] = \"abc\"; char *p = strchr(s, 'c'); if (!p) return 0; p[b] = (char)a; if (flag) reach_error(); return s[0]; }";
+    assert_not_unreachable(&reach("strchr_result_past_its_string", found, "f"));
+    // Twins: a comparator that only reads; a recursive helper that only reads.
+    let callback_twin = "int cmp(const void *p, const void *q) { return *(const int *)p - *(const int *)q; } int f(int a, int b) { int flag = 0; int y[2] = {a, b}; qsort(y, 2, sizeof(int), cmp); if (flag) reach_error(); return y[0]; }";
+    assert_unreachable(&reach("qsort_comparator_reads", callback_twin, "f"));
+    let recursive_twin = "int sum(int *p, int n) { return n > 0 ? p[n - 1] + sum(p, n - 1) : 0; } int f(int a, int b) { int flag = 0; int x[2] = {a, b}; int s = sum(x, 2); if (flag) reach_error(); return s; }";
+    assert_unreachable(&reach("recursive_reader", recursive_twin, "f"));
+}

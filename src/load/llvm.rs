@@ -498,6 +498,11 @@ pub fn keep_locals_in_memory_across_setjmp(m: LLVMModuleRef) -> usize {
     marked
 }
 
+/// The module instruction `i` belongs to.
+pub fn module_of(i: Value) -> LLVMModuleRef {
+    unsafe { LLVMGetGlobalParent(LLVMGetBasicBlockParent(LLVMGetInstructionParent(i))) }
+}
+
 /// Whether `v` is a call made by [`mark_uninitialised_locals`].
 pub fn is_uninit_call(v: Value) -> bool {
     unsafe {

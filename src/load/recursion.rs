@@ -56,6 +56,11 @@ fn cut_name(of: &str) -> String {
     format!("{of}.apc.cut")
 }
 
+/// The recursive function a cut call's callee stands for (`None`: not a cut).
+pub fn cut_of(name: &str) -> Option<&str> {
+    name.strip_suffix(".apc.cut")
+}
+
 fn function_named(m: LLVMModuleRef, name: &str) -> Option<Value> {
     let c = std::ffi::CString::new(name).ok()?;
     let f = unsafe { LLVMGetNamedFunction(m, c.as_ptr()) };

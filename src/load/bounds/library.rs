@@ -112,6 +112,19 @@ pub(super) fn library_write(name: &str) -> Option<LibraryWrite> {
     })
 }
 
+/// The argument a C library function returns a pointer into (or null): `strchr`'s string,
+/// `strcpy`'s destination.
+pub(super) fn returns_into(name: &str) -> Option<u32> {
+    let name = name.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(name);
+    Some(match name {
+        "strchr" | "strrchr" | "strchrnul" | "strstr" | "strcasestr" | "strpbrk" | "memchr" | "memrchr" | "rawmemchr" | "index" | "rindex" => 0,
+        "strcpy" | "strncpy" | "strcat" | "strncat" | "stpcpy" | "stpncpy" | "memcpy" | "memmove" | "memset" | "mempcpy" | "fgets" | "gets" => 0,
+        "wcschr" | "wcsrchr" | "wcsstr" | "wmemchr" | "wcscpy" | "wcsncpy" | "wcscat" | "wmemcpy" | "wmemmove" | "wmemset" | "fgetws" => 0,
+        "realpath" => 1,
+        _ => return None,
+    })
+}
+
 /// The NUL-terminated string a pointer constant points to: a constant global's initializer,
 /// from its start or a constant offset into it (without the NUL).
 pub(super) fn constant_string(td: llvm_sys::target::LLVMTargetDataRef, p: llvm::Value) -> Option<Vec<u8>> {

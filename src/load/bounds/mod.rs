@@ -194,18 +194,32 @@ fn check_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, s: llv
 /// The checks a call `c` that writes memory needs, one per object it may write past:
 /// `llvm.memset`, `llvm.memcpy` and `llvm.memmove` of a length past their destination, and
 /// the C library's writers ([`library_write`]) into a known object.
-fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, c: llvm::Value) -> Vec<Check> {
+fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, writers: &Writers, c: llvm::Value) -> Vec<Check> {
     let callee = unsafe { LLVMGetCalledValue(c) };
-    if !callee.is_null() && llvm::is_a_inline_asm(callee) {
-        // Inline assembly may write anywhere from a pointer it is given.
-        let args = llvm::call_arg_count(c);
-        let reaches = (0..args).map(|k| places.get(llvm::operand(c, k))).any(|o| matches!(o, Origin::Object(_) | Origin::Several | Origin::Forged));
+    let args = llvm::call_arg_count(c);
+    let reaches = (0..args).map(|k| places.get(llvm::operand(c, k))).any(|o| matches!(o, Origin::Object(_) | Origin::Several | Origin::Forged));
+    if callee.is_null() || !llvm::is_a_function(callee) {
+        // Inline assembly, or a function called through a pointer: may write anywhere from a
+        // pointer it is given.
         return if reaches { vec![Check::Always] } else { vec![] };
     }
-    if callee.is_null() || !llvm::is_a_function(callee) {
-        return vec![];
-    }
     let name = llvm::value_name(callee);
+    // A recursion cut (`load::recursion`) stands for the recursive function.
+    let body = match super::recursion::cut_of(&name) {
+        Some(original) => llvm::functions(llvm::module_of(c)).into_iter().find(|&f| llvm::value_name(f) == original),
+        None => (!llvm::is_declaration(callee)).then_some(callee),
+    };
+    if let Some(body) = body.filter(|_| name != super::target::TARGET_MARKER) {
+        // A function not inlined (recursion cut, variadic): its writes through a pointer it
+        // is given are not checked where the pass sees them.
+        return if reaches && writers.contains(&body) { vec![Check::Always] } else { vec![] };
+    }
+    if (0..args).any(|k| writers.contains(&llvm::operand(c, k))) {
+        // A function of the module that writes memory handed to the C library (a signal
+        // handler, `qsort`'s comparator, an `atexit` callback): it may run there or at any
+        // later call, writing where its pointers point, which the pass does not follow.
+        return vec![Check::Always];
+    }
     let writes = if ["llvm.memset.", "llvm.memcpy.", "llvm.memmove."].iter().any(|p| name.starts_with(p)) {
         vec![LibraryWrite::Bounded { dest: 0, n: 2, times: None }]
     } else if llvm::is_declaration(callee) {
@@ -409,6 +423,7 @@ mod tests {
 /// module's documentation) with a branch to a target marker numbered `id`. Returns how many.
 pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
     let td = llvm::module_target_data(m);
+    let writers = writers(m);
     let mut marked = 0;
     for f in llvm::functions(m) {
         if llvm::is_declaration(f) || llvm::value_name(f) == super::target::TARGET_MARKER {
@@ -422,7 +437,7 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
             .map(|i| match llvm::opcode(i) {
                 _ if after_free.may_follow(&places, i) => (i, vec![Check::Always]),
                 LLVMOpcode::LLVMStore | LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => (i, check_of(td, &mut places, i).into_iter().collect()),
-                LLVMOpcode::LLVMCall => (i, call_checks_of(td, &mut places, i)),
+                LLVMOpcode::LLVMCall => (i, call_checks_of(td, &mut places, &writers, i)),
                 _ => (i, vec![]),
             })
             .filter(|(_, checks)| !checks.is_empty())
@@ -446,6 +461,46 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
         }
     }
     marked
+}
+
+/// The module's defined functions that may write memory.
+type Writers = std::collections::HashSet<llvm::Value>;
+
+/// The defined functions that may write memory: a store, an atomic, a memory intrinsic, a call
+/// of a C library writer, of a function through a pointer, of inline assembly, of a library
+/// function given one of these (a callback), or of another of these.
+fn writers(m: LLVMModuleRef) -> Writers {
+    let defined: Vec<llvm::Value> = llvm::functions(m).into_iter().filter(|&f| !llvm::is_declaration(f)).collect();
+    let mut writers = Writers::new();
+    loop {
+        let before = writers.len();
+        for &f in &defined {
+            if writers.contains(&f) {
+                continue;
+            }
+            let writes = llvm::blocks(f).into_iter().flat_map(llvm::instructions).any(|i| match llvm::opcode(i) {
+                LLVMOpcode::LLVMStore | LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => !llvm::is_uninit_call(llvm::operand(i, 0)),
+                LLVMOpcode::LLVMCall => {
+                    let callee = llvm::called_value(i);
+                    if !llvm::is_a_function(callee) {
+                        return true;
+                    }
+                    let name = llvm::value_name(callee);
+                    if let Some(intrinsic) = name.strip_prefix("llvm.") {
+                        return ["memset", "memcpy", "memmove"].iter().any(|p| intrinsic.starts_with(p));
+                    }
+                    writers.contains(&callee) || (llvm::is_declaration(callee) && (!library_writes(&name).is_empty() || (0..llvm::call_arg_count(i)).any(|k| writers.contains(&llvm::operand(i, k)))))
+                }
+                _ => false,
+            });
+            if writes {
+                writers.insert(f);
+            }
+        }
+        if writers.len() == before {
+            return writers;
+        }
+    }
 }
 
 /// Whether `term` is an `unreachable` the program reaches without a call before it that does

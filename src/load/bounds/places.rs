@@ -217,6 +217,30 @@ impl Places {
         }
     }
 
+    /// The origin of the pointer call `call` returns: into the object of the argument a C
+    /// library function returns a pointer into (`strchr`, `strcpy`), when its offset can be
+    /// computed there; forged when a function the pass does not see into (one not inlined, a
+    /// call through a pointer) was given a pointer into an object (it may return any pointer
+    /// near it); else unknown.
+    fn returned(&self, call: llvm::Value) -> Origin {
+        let callee = llvm::called_value(call);
+        let args = llvm::call_arg_count(call);
+        if llvm::is_a_function(callee) && llvm::is_declaration(callee) && super::super::recursion::cut_of(&llvm::value_name(callee)).is_none() {
+            let Some(k) = super::library::returns_into(&llvm::value_name(callee)).filter(|&k| k < args) else { return Origin::Unknown };
+            return match self.get(llvm::operand(call, k)) {
+                Origin::Object(o) if self.made_before(o, call) => Origin::Object(o),
+                Origin::Forged => Origin::Forged,
+                _ => Origin::Unknown,
+            };
+        }
+        let given = (0..args).any(|k| matches!(self.get(llvm::operand(call, k)), Origin::Object(_) | Origin::Several | Origin::Forged));
+        if given {
+            Origin::Forged
+        } else {
+            Origin::Unknown
+        }
+    }
+
     /// Whether object `o`'s address is available at instruction `i`: a global, or a local of
     /// the entry block made before `i`.
     fn made_before(&self, o: llvm::Value, i: llvm::Value) -> bool {
@@ -251,6 +275,7 @@ impl Places {
                 Origin::Forged
             }
             LLVMOpcode::LLVMLoad => self.loaded(v),
+            LLVMOpcode::LLVMCall => self.returned(v),
             _ => Origin::Unknown,
         }
     }
@@ -327,8 +352,9 @@ impl Places {
                 self.offsets.insert(p, o);
                 o
             }
-            LLVMOpcode::LLVMLoad => {
-                // A pointer loaded from memory: its address minus its object's.
+            LLVMOpcode::LLVMLoad | LLVMOpcode::LLVMCall => {
+                // A pointer loaded from memory or returned by a call: its address minus its
+                // object's.
                 let o = unsafe {
                     self.position_after(p);
                     let address = LLVMBuildPtrToInt(self.builder, p, self.i64t, c"apc.addr".as_ptr());

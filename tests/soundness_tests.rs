@@ -402,6 +402,12 @@ fn pointers_kept_in_locals_or_moved_through_their_bytes_may_write_past_an_object
     assert_not_unreachable(&reach("pointer_moved_in_a_union", union, "f"));
     let copied = "#include <stdint.h>\n#include <string.h>\nint f(int a, int b) { int flag = 0; int x = 0; int *p = &x; uintptr_t u; memcpy(&u, &p, sizeof u); if (b >= -64 && b < 64) u += b; memcpy(&p, &u, sizeof u); *p = a; if (flag) reach_error(); return x; }";
     assert_not_unreachable(&reach("pointer_moved_by_memcpy", copied, "f"));
+    // A global struct whose initialiser sets an int beside the pointer field.
+    let initialised_struct = "static struct { int n; int *p; } gs = {1, 0}; int f(int a, int b) { int flag = 0; int x[2]; gs.p = x; gs.p[b] = a; if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("pointer_in_an_initialised_global_struct", initialised_struct, "f"));
+    // A pointer loaded through a pointer to one of two locals.
+    let through = "int f(int a, int b) { int flag = 0; int x[2]; int *p1 = x; int *p2 = x; int **pp = (a > 0) ? &p1 : &p2; (*pp)[b] = 7; if (flag) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("pointer_through_one_of_two_locals", through, "f"));
     // Twins: moved within the array; a struct whose int field sits beside a pointer field.
     let kept_twin = "int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; int *p = x; int **q = &p; if (b >= 0 && b < 2) *q = *q + b; *p = a; if (flag) reach_error(); return x[0]; }";
     assert_unreachable(&reach("pointer_kept_in_a_local_twin", kept_twin, "f"));

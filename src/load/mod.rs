@@ -429,9 +429,11 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
             llvm::opcode(i) == llvm_sys::LLVMOpcode::LLVMCall && llvm::value_name(llvm::called_value(i)) == TARGET_MARKER
         })
     });
-    if program.function.target_blocks().is_empty() && !marker_elsewhere && !resolved.is_empty() {
+    // The real targets: clobber sites and cut sites (`resolved.len()` on) do not count.
+    let real_targets = program.function.blocks.iter().any(|b| b.target.is_some_and(|t| (t as usize) < resolved.len()));
+    if !real_targets && !marker_elsewhere && !resolved.is_empty() {
         info!("every target block was dropped as dead code during normalisation");
-    } else if program.function.target_blocks().is_empty() {
+    } else if !real_targets {
         let callee = resolved.iter().find(|t| t.function != function).map(|t| t.function.clone());
         return Err(Error::bad_input(match callee {
             Some(c) => format!(

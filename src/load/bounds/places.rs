@@ -209,7 +209,13 @@ impl Places {
     /// view, where the pointers stored into it point ([`Slots`]), when its offset can be
     /// computed there (one object, a global or a local made before it); else unknown.
     fn loaded(&self, load: llvm::Value) -> Origin {
-        let (Some(slots), Origin::Object(local)) = (&self.slots, self.get(llvm::operand(load, 0))) else { return Origin::Unknown };
+        let address = self.get(llvm::operand(load, 0));
+        if self.slots.is_some() && address == Origin::Several && self.objects_of(llvm::operand(load, 0)).iter().any(|&o| unsafe { !LLVMIsAAllocaInst(o).is_null() }) {
+            // From one of several places, one of them a local (`*(c ? &p : &q)`): which
+            // pointer, the pass cannot say.
+            return Origin::Forged;
+        }
+        let (Some(slots), Origin::Object(local)) = (&self.slots, address) else { return Origin::Unknown };
         match slots.loaded(self.td, load, local, &|v| self.get(v)) {
             Origin::Object(o) if !self.made_before(o, load) => Origin::Unknown,
             Origin::Several => Origin::Unknown,

@@ -73,7 +73,7 @@ impl Slots {
                     if unsafe { !LLVMIsAAllocaInst(local).is_null() } || is_fresh_block(local) {
                         Some(vec![])
                     } else if llvm::is_a_global_variable(local) {
-                        global_in_view(local, f)
+                        global_in_view(td, local, f)
                     } else {
                         None
                     }
@@ -226,9 +226,9 @@ fn is_fresh_block(o: llvm::Value) -> bool {
 }
 
 /// The initial writes of global `g` when only `f` can write it: defined in the module, every
-/// use of it in `f` or in a function nothing calls (a helper inlined into `f`), and initialised
-/// to zeros or to one pointer. `None` otherwise (other code may store any pointer into it).
-fn global_in_view(g: llvm::Value, f: llvm::Value) -> Option<Vec<Write>> {
+/// use of it in `f` or in a function nothing calls (a helper inlined into `f`), and an
+/// initialiser understood. `None` otherwise (other code may store any pointer into it).
+fn global_in_view(td: llvm_sys::target::LLVMTargetDataRef, g: llvm::Value, f: llvm::Value) -> Option<Vec<Write>> {
     fn uses_in_view(v: llvm::Value, f: llvm::Value) -> bool {
         let mut u = unsafe { LLVMGetFirstUse(v) };
         while !u.is_null() {
@@ -253,11 +253,49 @@ fn global_in_view(g: llvm::Value, f: llvm::Value) -> Option<Vec<Write>> {
     if !uses_in_view(g, f) {
         return None;
     }
-    if llvm::is_a_null_pointer(init) || llvm::is_a_aggregate_zero(init) {
-        return Some(vec![]);
+    let mut writes = vec![];
+    initial_writes(td, init, 0, &mut writes)?;
+    Some(writes)
+}
+
+/// The writes a global's initialiser `c` makes at `offset`: each pointer in it, and its other
+/// bytes that are not zero. `None` when it is not understood.
+fn initial_writes(td: llvm_sys::target::LLVMTargetDataRef, c: llvm::Value, offset: i64, out: &mut Vec<Write>) -> Option<()> {
+    use llvm_sys::LLVMTypeKind::*;
+    if llvm::is_a_null_pointer(c) || llvm::is_a_aggregate_zero(c) || llvm::is_a_undef(c) {
+        return Some(());
     }
-    let ty = llvm::type_of(init);
-    (llvm::type_kind(ty) == llvm_sys::LLVMTypeKind::LLVMPointerTypeKind).then(|| vec![Write { at: Span::At(0), len: 8, pointer: Some(init) }])
+    let ty = llvm::type_of(c);
+    match llvm::type_kind(ty) {
+        LLVMPointerTypeKind => out.push(Write { at: Span::At(offset), len: 8, pointer: Some(c) }),
+        LLVMStructTypeKind => {
+            for k in 0..llvm::struct_element_types(ty).len() as u32 {
+                let at = offset.checked_add(i64::try_from(llvm::struct_offset(td, ty, k)).ok()?)?;
+                initial_writes(td, llvm::aggregate_element(c, k)?, at, out)?;
+            }
+        }
+        LLVMArrayTypeKind if contains_pointer(ty) => {
+            let size = i64::try_from(llvm::alloc_size(td, llvm::element_type(ty))).ok()?;
+            for k in 0..u32::try_from(llvm::array_length(ty)).ok()? {
+                initial_writes(td, llvm::aggregate_element(c, k)?, offset.checked_add(size.checked_mul(k as i64)?)?, out)?;
+            }
+        }
+        _ if llvm::is_a_constant_int(c) && llvm::const_int_zext(c) == 0 => {}
+        // Bytes that are no pointer the pass follows.
+        _ => out.push(Write { at: Span::At(offset), len: llvm::alloc_size(td, ty), pointer: None }),
+    }
+    Some(())
+}
+
+/// Whether a value of type `t` holds a pointer somewhere.
+fn contains_pointer(t: llvm::Type) -> bool {
+    use llvm_sys::LLVMTypeKind::*;
+    match llvm::type_kind(t) {
+        LLVMPointerTypeKind => true,
+        LLVMStructTypeKind => llvm::struct_element_types(t).into_iter().any(contains_pointer),
+        LLVMArrayTypeKind => contains_pointer(llvm::element_type(t)),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -662,13 +662,18 @@ impl ApcBuilder<'_> {
         // A proved iteration count replaces the counter in the state (the heavyweight step of
         // Algorithm 2): outer loops can then summarise values the inner loop computes.
         let mut count = Substitution::new();
-        let closed_form = summary.closed_form.filter(|_| count_exact);
-        if let Some(e) = closed_form {
+        if let Some(e) = summary.closed_form {
             let e = sigma.apply(&mut self.pool, e);
             let total = summary.counters[1..].iter().fold(summary.counters[0], |acc, &c| self.pool.bin(crate::expr::BvOp::Add, acc, c));
-            tests.push(self.pool.eq(total, e));
-            if let [k] = summary.counters.as_slice() {
-                count.insert(*k, e);
+            if !count_exact {
+                // Every iteration so far met the condition E counts: at most E of them (E is
+                // the first iteration that fails it, by the recurrence it was checked against).
+                tests.push(self.pool.cmp(crate::ir::IntPredicate::Ule, total, e));
+            } else {
+                tests.push(self.pool.eq(total, e));
+                if let [k] = summary.counters.as_slice() {
+                    count.insert(*k, e);
+                }
             }
         }
         // θ ← θ⟨θ^κ⟩ for the carried variables; σ was built from the old state, so updating `st`

@@ -389,9 +389,11 @@ fn c_library_writes_past_an_object_may_set_a_neighbour() {
 #[test]
 fn pointers_kept_in_locals_or_moved_through_their_bytes_may_write_past_an_object() {
     // A pointer kept in a local whose address is taken (`q = &p`), moved through `*q`: b = 2
-    // writes past `x`.
+    // writes past `x`. Also kept in a local struct's field (in memory, not in a register).
     let kept = "int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; int *p = x; int **q = &p; if (b >= 0 && b < 8) *q = *q + b; *p = a; if (flag) reach_error(); return x[0]; }";
     assert_not_unreachable(&reach("pointer_kept_in_a_local", kept, "f"));
+    let field = "struct S { int n; int *p; }; int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; struct S s; s.n = a; s.p = x; if (b >= 0 && b < 8) s.p = s.p + b; *s.p = a; if (flag) reach_error(); return x[0] + s.n; }";
+    assert_not_unreachable(&reach("pointer_kept_in_a_struct_field", field, "f"));
     // A pointer kept in a global the function alone uses, set by it or by its initialiser.
     let global = "static int *gp; int f(int a, int i) { int flag = 0; int x[2] = {0, 0}; gp = x; if (i >= 0 && i < 8) gp[i] = a; if (flag) reach_error(); return x[0]; }";
     assert_not_unreachable(&reach("pointer_kept_in_a_global", global, "f"));
@@ -413,6 +415,8 @@ fn pointers_kept_in_locals_or_moved_through_their_bytes_may_write_past_an_object
     assert_unreachable(&reach("pointer_kept_in_a_local_twin", kept_twin, "f"));
     let global_twin = "static int *gp; int f(int a, int i) { int flag = 0; int x[2] = {0, 0}; gp = x; if (i >= 0 && i < 2) gp[i] = a; if (flag) reach_error(); return x[0]; }";
     assert_unreachable(&reach("pointer_kept_in_a_global_twin", global_twin, "f"));
+    let field_moved_twin = "struct S { int n; int *p; }; int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; struct S s; s.n = a; s.p = x; if (b >= 0 && b < 2) s.p = s.p + b; *s.p = a; if (flag) reach_error(); return x[0] + s.n; }";
+    assert_unreachable(&reach("pointer_kept_in_a_struct_field_twin", field_moved_twin, "f"));
     let field_twin = "struct S { int n; int *p; }; int f(int a) { int flag = 0; int x = 0; struct S s; struct S *ps = &s; ps->n = a; ps->p = &x; *ps->p = a; if (flag) reach_error(); return x + s.n; }";
     assert_unreachable(&reach("pointer_field_beside_an_int_twin", field_twin, "f"));
 }

@@ -152,6 +152,9 @@ fn use_of(
     let x = llvm::operand(i, k);
     match llvm::opcode(i) {
         LLVMOpcode::LLVMLoad | LLVMOpcode::LLVMICmp => Use::Read,
+        // The opaque value an uninitialised local starts with (`llvm::mark_uninitialised_locals`):
+        // the engines do not follow a pointer read from it.
+        LLVMOpcode::LLVMStore if k == 1 && llvm::is_uninit_call(llvm::operand(i, 0)) => Use::Read,
         LLVMOpcode::LLVMStore if k == 1 => {
             let value = llvm::operand(i, 0);
             let ty = llvm::type_of(value);

@@ -229,22 +229,31 @@ pub(super) fn print_max_len(format: &[u8]) -> Option<u64> {
     Some(total)
 }
 
+/// Moves `k` past the next `%` of `format` that starts a conversion (literal text and `%%`
+/// skipped); false when there is none.
+fn next_conversion(format: &[u8], k: &mut usize) -> bool {
+    while *k < format.len() {
+        if format[*k] != b'%' {
+            *k += 1;
+            continue;
+        }
+        *k += 1;
+        if format.get(*k) == Some(&b'%') {
+            *k += 1;
+            continue;
+        }
+        return true;
+    }
+    false
+}
+
 /// What each argument after a `printf` format gets written: `Some(n)` for a `%n` conversion (its
 /// size), `None` for an argument read (a `*` width or precision takes one too). `None` overall
 /// when the format is not understood.
 pub(super) fn count_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
     let mut out = vec![];
     let mut k = 0;
-    while k < format.len() {
-        if format[k] != b'%' {
-            k += 1;
-            continue;
-        }
-        k += 1;
-        if format.get(k) == Some(&b'%') {
-            k += 1;
-            continue;
-        }
+    while next_conversion(format, &mut k) {
         // Flags, width and precision; each `*` takes an argument.
         while k < format.len() && (b"-+ #0'.".contains(&format[k]) || format[k].is_ascii_digit() || format[k] == b'*') {
             if format[k] == b'*' {
@@ -272,16 +281,7 @@ pub(super) fn count_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
 pub(super) fn scan_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
     let mut out = vec![];
     let mut k = 0;
-    while k < format.len() {
-        if format[k] != b'%' {
-            k += 1;
-            continue;
-        }
-        k += 1;
-        if format.get(k) == Some(&b'%') {
-            k += 1;
-            continue;
-        }
+    while next_conversion(format, &mut k) {
         let suppressed = format.get(k) == Some(&b'*');
         if suppressed {
             k += 1;

@@ -229,9 +229,15 @@ impl<'a> ApcBuilder<'a> {
         if self.pool.as_bool(query) == Some(false) {
             return;
         }
-        let answer = crate::solve::check(&self.pool, query, SIDE_TARGET_CHECK, |_| ());
-        debug!(side = side.len(), outcome = ?answer.outcome.is_definite(), seconds = answer.seconds, "side targets checked");
-        if matches!(answer.outcome, crate::solve::Outcome::Unsat) {
+        // First its quantifier-free weakening, quick and already a proof when unsat: an index
+        // the loop's own test bounds needs no quantified iteration condition.
+        let weak = crate::expr::without_quantifiers(&mut self.pool, query);
+        let unsat = |pool: &ExprPool, q: ExprId, budget| {
+            let answer = crate::solve::check(pool, q, budget, |_| ());
+            debug!(side = side.len(), outcome = ?answer.outcome.is_definite(), seconds = answer.seconds, "side targets checked");
+            matches!(answer.outcome, crate::solve::Outcome::Unsat)
+        };
+        if (weak != query && unsat(&self.pool, weak, SIDE_TARGET_CHECK / 3)) || unsat(&self.pool, query, SIDE_TARGET_CHECK) {
             let f = self.pool.ff();
             for i in side {
                 backbones[i].formula = f;

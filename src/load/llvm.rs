@@ -498,6 +498,13 @@ pub fn keep_locals_in_memory_across_setjmp(m: LLVMModuleRef) -> usize {
     marked
 }
 
+/// The function of module `m` named `name`, if any.
+pub fn function_named(m: LLVMModuleRef, name: &str) -> Option<Value> {
+    let c = std::ffi::CString::new(name).ok()?;
+    let f = unsafe { LLVMGetNamedFunction(m, c.as_ptr()) };
+    (!f.is_null()).then_some(f)
+}
+
 /// The module instruction `i` belongs to.
 pub fn module_of(i: Value) -> LLVMModuleRef {
     unsafe { LLVMGetGlobalParent(LLVMGetBasicBlockParent(LLVMGetInstructionParent(i))) }

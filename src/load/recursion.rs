@@ -61,12 +61,6 @@ pub fn cut_of(name: &str) -> Option<&str> {
     name.strip_suffix(".apc.cut")
 }
 
-fn function_named(m: LLVMModuleRef, name: &str) -> Option<Value> {
-    let c = std::ffi::CString::new(name).ok()?;
-    let f = unsafe { LLVMGetNamedFunction(m, c.as_ptr()) };
-    (!f.is_null()).then_some(f)
-}
-
 fn is_local_linkage(v: Value) -> bool {
     matches!(unsafe { LLVMGetLinkage(v) }, LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage)
 }
@@ -253,7 +247,7 @@ pub fn unroll(module: &inkwell::module::Module<'_>, depth: u32, cut_marker_id: u
         for d in 0..=depth {
             for name in &names {
                 let here = if d == 0 { name.clone() } else { name_of(name, d) };
-                let Some(f) = function_named(m, &here) else { continue };
+                let Some(f) = llvm::function_named(m, &here) else { continue };
                 for (call, callee) in direct_calls(f) {
                     let callee_name = llvm::value_name(callee);
                     let original = if d == 0 {
@@ -269,9 +263,9 @@ pub fn unroll(module: &inkwell::module::Module<'_>, depth: u32, cut_marker_id: u
                         if d == 0 {
                             continue;
                         }
-                        function_named(m, &name_of(&original, d))
+                        llvm::function_named(m, &name_of(&original, d))
                     } else if d < depth {
-                        function_named(m, &name_of(&original, d + 1))
+                        llvm::function_named(m, &name_of(&original, d + 1))
                     } else {
                         let decl = *cut_decls.entry(original.clone()).or_insert_with(|| unsafe {
                             let c = std::ffi::CString::new(cut_name(&original)).unwrap_or_default();
@@ -293,7 +287,7 @@ pub fn unroll(module: &inkwell::module::Module<'_>, depth: u32, cut_marker_id: u
     }
     for name in &names {
         for d in 1..=depth {
-            if let Some(f) = function_named(m, &name_of(name, d)) {
+            if let Some(f) = llvm::function_named(m, &name_of(name, d)) {
                 unsafe { LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage) };
             }
         }

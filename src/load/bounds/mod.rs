@@ -206,7 +206,7 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
     let name = llvm::value_name(callee);
     // A recursion cut (`load::recursion`) stands for the recursive function.
     let body = match super::recursion::cut_of(&name) {
-        Some(original) => llvm::functions(llvm::module_of(c)).into_iter().find(|&f| llvm::value_name(f) == original),
+        Some(original) => llvm::function_named(llvm::module_of(c), original),
         None => (!llvm::is_declaration(callee)).then_some(callee),
     };
     if let Some(body) = body.filter(|_| name != super::target::TARGET_MARKER) {

@@ -532,3 +532,23 @@ fn writes_where_the_pass_does_not_look_rule_a_proof_out() {
     let recursive_twin = "int sum(int *p, int n) { return n > 0 ? p[n - 1] + sum(p, n - 1) : 0; } int f(int a, int b) { int flag = 0; int x[2] = {a, b}; int s = sum(x, 2); if (flag) reach_error(); return s; }";
     assert_unreachable(&reach("recursive_reader", recursive_twin, "f"));
 }
+
+#[test]
+fn recursion_past_the_cut_and_frees_through_loaded_pointers_rule_a_proof_out() {
+    // A recursive helper overflows its own local array only past the recursion cut (depth 5 >
+    // --recursion-depth 3): natively the deepest frame's `buf[b]` is a local of `f`.
+    let deep = "int g(int i, int v, int n) { int buf[2]; buf[0] = 0; if (n > 0) return g(i, v, n - 1); buf[i] = v; return buf[0]; } int f(int a, int b) { int flag = 0; g(b, a, 4); if (flag == 0x1234) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("recursion_overflows_its_frame_past_the_cut", deep, "f"));
+    let deep_static = deep.replacen("int g(", "static int g(", 1);
+    assert_not_unreachable(&reach("static_recursion_overflows_its_frame_past_the_cut", &deep_static, "f"));
+    // `free(*h)`: the block freed is `p`'s, which `q` then gets back; `p[0] = 5` sets `*q`.
+    let loaded = "#include <stdlib.h>\nint f(int a, int b) { int *p = malloc(8); int **h = malloc(8); *h = p; free(*h); int *q = malloc(8); *q = 0; p[0] = 5; if (*q) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("free_of_a_pointer_loaded_from_the_heap", loaded, "f"));
+    let several = "#include <stdlib.h>\nint f(int a, int b) { int *p = a ? malloc(8) : malloc(16); int **h = malloc(8); *h = p; free(*h); int *q = malloc(8); *q = 0; p[0] = 5; if (*q) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("free_of_a_loaded_pointer_into_one_of_two_blocks", several, "f"));
+    // Twins: recursion without memory writes past the cut; the same free with no access after it.
+    let counting = "int g(int n) { return n > 0 ? 1 + g(n - 1) : 0; } int f(int a, int b) { int flag = 0; int d = g(a); if (flag) reach_error(); return d; }";
+    assert_unreachable(&reach("recursion_without_writes_past_the_cut", counting, "f"));
+    let twin = "#include <stdlib.h>\nint f(int a, int b) { int *p = a ? malloc(8) : malloc(16); int **h = malloc(8); *h = p; free(*h); int *q = malloc(8); *q = 0; if (*q) reach_error(); return 0; }";
+    assert_unreachable(&reach("free_of_a_loaded_pointer_then_no_access", twin, "f"));
+}

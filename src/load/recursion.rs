@@ -11,8 +11,9 @@
 //!
 //! **Cut sites are targets too.** An execution that recurses deeper than `depth` is not analysed
 //! past the cut. When the recursive function can reach the target (it or a function it calls
-//! contains the target marker, or it calls through a pointer), the target marker is put before
-//! each cut call: an `unreachable` proof then also shows that no execution gets that deep, so it
+//! contains the target marker, or it calls through a pointer), or may write memory outside its
+//! own scalar locals (a write past its local array lands in its caller's frame, see
+//! [`may_write_outside_scalars`]), the target marker is put before each cut call: an `unreachable` proof then also shows that no execution gets that deep, so it
 //! holds for every depth. A model that only reaches a cut site is replayed natively like any
 //! other, on the real program, which has neither copies nor cut markers: it counts as `reachable`
 //! only when the real run entered the real target.
@@ -112,6 +113,63 @@ fn may_reach_marker(m: LLVMModuleRef) -> HashSet<String> {
     }
 }
 
+/// Defined functions that may write memory outside their own scalar locals: a store or atomic
+/// into anything but a whole local variable (an array element, a struct field, memory a
+/// pointer points to), a memory intrinsic, a C library writer, a call through a pointer or of
+/// inline assembly, a library call given one of these (a callback), or a call of one of these.
+///
+/// Why: a cut call stands for recursion deeper than the copies, which the analysis does not
+/// see. The bounds pass ([`super::bounds`]) tests the copies' writes, not the cut's: at depth
+/// `depth + 1` a write past the callee's own local array lands in its caller's frame (natively,
+/// a local of the analysed function). Such a cut is marked as a target like one that may reach
+/// the target, so that a proof also shows no run gets that deep. Computed before mem2reg, on
+/// the code as clang wrote it: a scalar local is one `alloca` written whole.
+fn may_write_outside_scalars(m: LLVMModuleRef) -> HashSet<String> {
+    let td = llvm::module_target_data(m);
+    let funcs: Vec<Value> = llvm::functions(m).into_iter().filter(|&f| !llvm::is_declaration(f)).collect();
+    let whole_local = |store: Value| {
+        let (value, ptr) = (llvm::operand(store, 0), llvm::operand(store, 1));
+        let alloca = unsafe { !LLVMIsAAllocaInst(ptr).is_null() };
+        alloca && llvm::is_a_constant_int(llvm::operand(ptr, 0)) && llvm::const_int_zext(llvm::operand(ptr, 0)) >= 1 && {
+            let (t, held) = (llvm::type_of(value), llvm::allocated_type(ptr));
+            llvm::is_sized(t) && llvm::is_sized(held) && llvm::alloc_size(td, t) <= llvm::alloc_size(td, held)
+        }
+    };
+    let mut writers: HashSet<Value> = HashSet::new();
+    loop {
+        let before = writers.len();
+        for &f in &funcs {
+            if writers.contains(&f) {
+                continue;
+            }
+            let writes = llvm::blocks(f).into_iter().flat_map(llvm::instructions).any(|i| match llvm::opcode(i) {
+                LLVMOpcode::LLVMStore => !whole_local(i),
+                LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => true,
+                LLVMOpcode::LLVMCall => {
+                    let callee = llvm::called_value(i);
+                    if !llvm::is_a_function(callee) {
+                        return true;
+                    }
+                    let name = llvm::value_name(callee);
+                    if let Some(intrinsic) = name.strip_prefix("llvm.") {
+                        return ["memset", "memcpy", "memmove"].iter().any(|p| intrinsic.starts_with(p));
+                    }
+                    writers.contains(&callee)
+                        || (llvm::is_declaration(callee)
+                            && (super::bounds::library_may_write(&name) || (0..llvm::call_arg_count(i)).any(|k| writers.contains(&llvm::operand(i, k)))))
+                }
+                _ => false,
+            });
+            if writes {
+                writers.insert(f);
+            }
+        }
+        if writers.len() == before {
+            return writers.into_iter().map(llvm::value_name).collect();
+        }
+    }
+}
+
 /// The calls among `recursive` functions that close a cycle: the back edges of a depth-first
 /// walk of their call graph, from the ones the rest of the program calls (then by name).
 /// Removing them leaves the graph acyclic, so only these calls go one copy deeper: a level of
@@ -200,6 +258,7 @@ pub fn unroll(module: &inkwell::module::Module<'_>, depth: u32, cut_marker_id: u
         return None;
     }
     let reaches = may_reach_marker(m);
+    let clobbers = may_write_outside_scalars(m);
     let back = back_edges(m, &recursive);
     let mut names: Vec<String> = recursive.iter().cloned().collect();
     names.sort();
@@ -271,7 +330,7 @@ pub fn unroll(module: &inkwell::module::Module<'_>, depth: u32, cut_marker_id: u
                             let c = std::ffi::CString::new(cut_name(&original)).unwrap_or_default();
                             LLVMAddFunction(m, c.as_ptr(), LLVMGlobalGetValueType(callee))
                         });
-                        if reaches.contains(&original) {
+                        if reaches.contains(&original) || clobbers.contains(&original) {
                             let block = unsafe { LLVMGetInstructionParent(call) };
                             llvm::insert_marker_call(m, TARGET_MARKER, block, Some(call), cut_marker_id);
                             marked_cuts += 1;

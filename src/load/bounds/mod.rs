@@ -419,6 +419,11 @@ mod tests {
     }
 }
 
+/// Whether the C library function `name` may write memory it is given (see [`library_writes`]).
+pub(super) fn library_may_write(name: &str) -> bool {
+    !library_writes(name).is_empty()
+}
+
 /// Marks every store of the module's defined functions that may leave its object (see the
 /// module's documentation) with a branch to a target marker numbered `id`. Returns how many.
 pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {

@@ -151,7 +151,8 @@ pub(super) struct Places {
     /// The writes into the function's locals, for the pointers loaded from them (`None` while
     /// the first fixpoint, which does not follow loads, runs).
     slots: Option<Slots>,
-    entry: LLVMBasicBlockRef,
+    /// Which blocks dominate which, and which run at most once a call (see [`Places::made_before`]).
+    once: Once,
     /// For pointers into one of several objects: the offset into the one it points into on the
     /// path taken, and that object's size.
     several: std::collections::HashMap<llvm::Value, (llvm::Value, llvm::Value)>,
@@ -169,7 +170,7 @@ impl Places {
             i64t: unsafe { LLVMInt64TypeInContext(ctx) },
             builder: unsafe { LLVMCreateBuilderInContext(ctx) },
             slots: None,
-            entry: unsafe { LLVMGetEntryBasicBlock(f) },
+            once: Once::new(f),
             several: Default::default(),
             sizes: Default::default(),
         };
@@ -247,17 +248,26 @@ impl Places {
         }
     }
 
-    /// Whether object `o`'s address is available at instruction `i`: a global, or a local of
-    /// the entry block made before `i`.
+    /// Whether object `o`'s address is available at instruction `i`, as the address of the one
+    /// object of that name: a global, or a local or heap block allocated before `i` on every
+    /// path (its allocation dominates `i`) by an instruction that runs at most once a call (in
+    /// no loop). In a loop, a pointer loaded later may point into the block of an earlier
+    /// iteration, and its offset from this iteration's would say nothing.
     fn made_before(&self, o: llvm::Value, i: llvm::Value) -> bool {
         if llvm::is_a_global_variable(o) {
             return true;
         }
-        if unsafe { LLVMIsAAllocaInst(o).is_null() || LLVMGetInstructionParent(o) != self.entry } {
+        if unsafe { LLVMIsAInstruction(o).is_null() } {
             return false;
         }
-        let elsewhere = unsafe { LLVMGetInstructionParent(i) != self.entry };
-        elsewhere || llvm::instructions(self.entry).into_iter().take_while(|&x| x != i).any(|x| x == o)
+        let (at, here) = unsafe { (LLVMGetInstructionParent(o), LLVMGetInstructionParent(i)) };
+        if !self.once.runs_once(at) {
+            return false;
+        }
+        if at == here {
+            return llvm::instructions(at).into_iter().take_while(|&x| x != i).any(|x| x == o);
+        }
+        self.once.dominates(at, here)
     }
 
     /// The origin of `v` from its operands' current ones.
@@ -431,6 +441,59 @@ impl Places {
         objects
     }
 
+    /// Whether `p` may point, on some path, into memory the pass does not follow (a pointer
+    /// loaded, returned, a parameter, a forged one): the objects of [`Places::objects_of`] are
+    /// then not all it may point into.
+    pub(super) fn may_point_elsewhere(&self, p: llvm::Value) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut work = vec![p];
+        while let Some(q) = work.pop() {
+            if !seen.insert(q) {
+                continue;
+            }
+            match self.get(q) {
+                Origin::Object(_) | Origin::Unseen => {}
+                Origin::Unknown | Origin::Forged => return true,
+                Origin::Several => match llvm::opcode(q) {
+                    LLVMOpcode::LLVMPHI => work.extend(llvm::incoming(q).into_iter().map(|(x, _)| x)),
+                    LLVMOpcode::LLVMSelect => work.extend([llvm::operand(q, 1), llvm::operand(q, 2)]),
+                    LLVMOpcode::LLVMGetElementPtr => work.push(llvm::operand(q, 0)),
+                    _ => return true,
+                },
+            }
+        }
+        false
+    }
+
+    /// The heap blocks of function `f` whose address leaves what the pass follows: stored into
+    /// memory, passed to a call, returned, or turned into an integer. A pointer the pass does
+    /// not follow may point into them.
+    pub(super) fn escaped_heap_blocks(&self, f: llvm::Value) -> Vec<llvm::Value> {
+        let mut out = vec![];
+        for i in llvm::blocks(f).into_iter().flat_map(llvm::instructions) {
+            let leaving: Vec<llvm::Value> = match llvm::opcode(i) {
+                LLVMOpcode::LLVMStore => vec![llvm::operand(i, 0)],
+                LLVMOpcode::LLVMCall => {
+                    let callee = llvm::called_value(i);
+                    if llvm::is_a_function(callee) && llvm::value_name(callee) == "free" {
+                        continue;
+                    }
+                    (0..llvm::call_arg_count(i)).map(|k| llvm::operand(i, k)).collect()
+                }
+                LLVMOpcode::LLVMRet | LLVMOpcode::LLVMPtrToInt if llvm::num_operands(i) > 0 => vec![llvm::operand(i, 0)],
+                _ => continue,
+            };
+            for v in leaving {
+                if llvm::type_kind(llvm::type_of(v)) == LLVMTypeKind::LLVMPointerTypeKind {
+                    out.extend(self.objects_of(v).into_iter().filter(|&o| unsafe { !LLVMIsACallInst(o).is_null() }));
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
     fn materialise_several(&mut self, p: llvm::Value) -> (llvm::Value, llvm::Value) {
         if let Some(&pair) = self.several.get(&p) {
             return pair;
@@ -541,6 +604,7 @@ pub(super) struct AfterFree {
 impl AfterFree {
     pub(super) fn new(f: llvm::Value, places: &Places) -> AfterFree {
         let mut frees = vec![];
+        let mut escaped: Option<Vec<llvm::Value>> = None;
         for i in llvm::blocks(f).into_iter().flat_map(llvm::instructions) {
             if llvm::opcode(i) != LLVMOpcode::LLVMCall || llvm::call_arg_count(i) == 0 {
                 continue;
@@ -549,7 +613,15 @@ impl AfterFree {
             if !llvm::is_a_function(callee) || !matches!(llvm::value_name(callee).as_str(), "free" | "realloc") {
                 continue;
             }
-            let blocks: Vec<llvm::Value> = places.objects_of(llvm::operand(i, 0)).into_iter().filter(|&o| unsafe { !LLVMIsACallInst(o).is_null() }).collect();
+            let freed = llvm::operand(i, 0);
+            let mut blocks: Vec<llvm::Value> = places.objects_of(freed).into_iter().filter(|&o| unsafe { !LLVMIsACallInst(o).is_null() }).collect();
+            if places.may_point_elsewhere(freed) {
+                // `free(*h)`: any block whose address went where the pass does not look.
+                let escaped = escaped.get_or_insert_with(|| places.escaped_heap_blocks(f));
+                blocks.extend(escaped.iter().copied());
+                blocks.sort();
+                blocks.dedup();
+            }
             if blocks.is_empty() {
                 continue;
             }
@@ -593,6 +665,50 @@ impl AfterFree {
         self.frees.iter().filter(|(o, ..)| objects.contains(o)).any(|(_, free, reach)| {
             reach.contains(&block) || (unsafe { LLVMGetInstructionParent(*free) } == block && llvm::instructions(block).iter().position(|&x| x == *free) < llvm::instructions(block).iter().position(|&x| x == i))
         })
+    }
+}
+
+/// The dominance of a function's blocks, and which of them lie on no cycle (run at most once a
+/// call).
+struct Once {
+    index: std::collections::HashMap<LLVMBasicBlockRef, petgraph::graph::NodeIndex>,
+    dominators: petgraph::algo::dominators::Dominators<petgraph::graph::NodeIndex>,
+    in_cycle: std::collections::HashSet<petgraph::graph::NodeIndex>,
+}
+
+impl Once {
+    fn new(f: llvm::Value) -> Once {
+        let mut graph = petgraph::graph::DiGraph::<(), ()>::new();
+        let blocks = llvm::blocks(f);
+        let index: std::collections::HashMap<LLVMBasicBlockRef, petgraph::graph::NodeIndex> = blocks.iter().map(|&b| (b, graph.add_node(()))).collect();
+        for &b in &blocks {
+            let term = unsafe { LLVMGetBasicBlockTerminator(b) };
+            if term.is_null() {
+                continue;
+            }
+            for s in llvm::successors(term) {
+                if let Some(&t) = index.get(&s) {
+                    graph.update_edge(index[&b], t, ());
+                }
+            }
+        }
+        let entry = index[&unsafe { LLVMGetEntryBasicBlock(f) }];
+        let in_cycle = petgraph::algo::tarjan_scc(&graph)
+            .into_iter()
+            .filter(|scc| scc.len() > 1 || graph.contains_edge(scc[0], scc[0]))
+            .flatten()
+            .collect();
+        Once { dominators: petgraph::algo::dominators::simple_fast(&graph, entry), index, in_cycle }
+    }
+
+    fn runs_once(&self, b: LLVMBasicBlockRef) -> bool {
+        self.index.get(&b).is_some_and(|n| !self.in_cycle.contains(n))
+    }
+
+    /// Whether block `a` dominates block `b` (both reachable from the entry).
+    fn dominates(&self, a: LLVMBasicBlockRef, b: LLVMBasicBlockRef) -> bool {
+        let (Some(&a), Some(&b)) = (self.index.get(&a), self.index.get(&b)) else { return false };
+        self.dominators.dominators(b).is_some_and(|mut ds| ds.any(|d| d == a))
     }
 }
 

@@ -552,3 +552,17 @@ fn recursion_past_the_cut_and_frees_through_loaded_pointers_rule_a_proof_out() {
     let twin = "#include <stdlib.h>\nint f(int a, int b) { int *p = a ? malloc(8) : malloc(16); int **h = malloc(8); *h = p; free(*h); int *q = malloc(8); *q = 0; if (*q) reach_error(); return 0; }";
     assert_unreachable(&reach("free_of_a_loaded_pointer_then_no_access", twin, "f"));
 }
+
+#[test]
+fn callbacks_reached_through_memory_may_write_past_an_object() {
+    // A signal handler registered through `sigaction`'s struct (not an argument) writes past
+    // `f`'s array through a global pointer when `raise` runs it.
+    let handler = "#include <signal.h>\n#include <string.h>\nint *gp; static void h(int s) { gp[2] = 7; } int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; gp = x; struct sigaction sa; memset(&sa, 0, sizeof sa); sa.sa_handler = h; sigaction(SIGUSR1, &sa, 0); if (a == 5) raise(SIGUSR1); if (flag == 7) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("handler_registered_through_a_struct", handler, "f"));
+    // A writer called through a table another function also writes.
+    let table = "int *gp; void h(void) { gp[2] = 7; } void k(void) { } void (*tab[2])(void) = { h, k }; void other(void) { tab[1] = h; } int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; gp = x; tab[a & 1](); if (flag == 7) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("writer_called_through_a_table", table, "f"));
+    // Twin: the same writer in a table, never called on `f`'s paths.
+    let twin = "int *gp; void h(void) { gp[2] = 7; } void (*tab[1])(void) = { h }; void other(void) { tab[0](); } int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; gp = x; if (a == 3) x[1] = 4; if (flag == 7) reach_error(); return x[0]; }";
+    assert_unreachable(&reach("writer_in_a_table_not_called", twin, "f"));
+}

@@ -216,6 +216,17 @@ pub fn icmp_predicate(i: Value) -> llvm_sys::LLVMIntPredicate {
     unsafe { LLVMGetICmpPredicate(i) }
 }
 
+/// The values that use `v` (instructions, constants such as a global's initialiser).
+pub fn users(v: Value) -> Vec<Value> {
+    let mut out = vec![];
+    let mut u = unsafe { LLVMGetFirstUse(v) };
+    while !u.is_null() {
+        out.push(unsafe { LLVMGetUser(u) });
+        u = unsafe { LLVMGetNextUse(u) };
+    }
+    out
+}
+
 pub fn called_value(call: Value) -> Value {
     unsafe { LLVMGetCalledValue(call) }
 }

@@ -198,10 +198,15 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
     let callee = unsafe { LLVMGetCalledValue(c) };
     let args = llvm::call_arg_count(c);
     let reaches = (0..args).map(|k| places.get(llvm::operand(c, k))).any(|o| matches!(o, Origin::Object(_) | Origin::Several | Origin::Forged));
-    if callee.is_null() || !llvm::is_a_function(callee) {
-        // Inline assembly, or a function called through a pointer: may write anywhere from a
-        // pointer it is given.
+    if callee.is_null() || llvm::is_a_inline_asm(callee) {
+        // Inline assembly: may write anywhere from a pointer it is given.
         return if reaches { vec![Check::Always] } else { vec![] };
+    }
+    if !llvm::is_a_function(callee) {
+        // A function called through a pointer: may write anywhere from a pointer it is given,
+        // and, when it is one of the module's writers, past its own arrays into this frame or
+        // through pointers kept in memory.
+        return if reaches || writers.address_taken { vec![Check::Always] } else { vec![] };
     }
     let name = llvm::value_name(callee);
     // A recursion cut (`load::recursion`) stands for the recursive function.
@@ -210,14 +215,16 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
         None => (!llvm::is_declaration(callee)).then_some(callee),
     };
     if let Some(body) = body.filter(|_| name != super::target::TARGET_MARKER) {
-        // A function not inlined (recursion cut, variadic): its writes through a pointer it
-        // is given are not checked where the pass sees them.
-        return if reaches && writers.contains(&body) { vec![Check::Always] } else { vec![] };
+        // A function not inlined (recursion cut, variadic): its writes are not checked where
+        // the pass sees them, neither through a pointer it is given nor past an array of its
+        // own frame (which lies below this one: past its end is this frame's locals).
+        return if writers.set.contains(&body) { vec![Check::Always] } else { vec![] };
     }
-    if (0..args).any(|k| writers.contains(&llvm::operand(c, k))) {
+    if (0..args).any(|k| writers.set.contains(&llvm::operand(c, k))) || (writers.address_taken && runs_callbacks(&name)) {
         // A function of the module that writes memory handed to the C library (a signal
-        // handler, `qsort`'s comparator, an `atexit` callback): it may run there or at any
-        // later call, writing where its pointers point, which the pass does not follow.
+        // handler, `qsort`'s comparator, an `atexit` callback), directly or through memory
+        // (`sigaction`'s struct, a table): it may run there or at a later call that runs
+        // callbacks, writing where its pointers point, which the pass does not follow.
         return vec![Check::Always];
     }
     let writes = if ["llvm.memset.", "llvm.memcpy.", "llvm.memmove."].iter().any(|p| name.starts_with(p)) {
@@ -468,15 +475,47 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
     marked
 }
 
-/// The module's defined functions that may write memory.
-type Writers = std::collections::HashSet<llvm::Value>;
+/// The module's defined functions that may write memory, and whether the address of one of
+/// them is taken (it may run where a call runs a function through a pointer or a callback).
+struct Writers {
+    set: std::collections::HashSet<llvm::Value>,
+    address_taken: bool,
+}
+
+/// Whether C library function `name` may run a function of the program and then return: one
+/// it is given, or one registered before (a signal handler, from its registration on, since a
+/// signal may come at any time after; a thread's start routine; a comparator). Not `exit` and
+/// `abort`: what their handlers write, no later code of the program reads.
+fn runs_callbacks(name: &str) -> bool {
+    matches!(
+        name,
+        "raise" | "kill" | "killpg" | "tgkill" | "pthread_kill" | "sigqueue" | "alarm" | "ualarm" | "setitimer" | "timer_settime" | "pause" | "sigsuspend"
+            | "signal" | "sigaction" | "sigset" | "bsd_signal" | "sysv_signal" | "sigprocmask" | "pthread_sigmask" | "sigrelse"
+            | "pthread_create" | "pthread_once" | "qsort" | "qsort_r" | "bsearch" | "lfind" | "lsearch" | "tsearch" | "tfind" | "tdelete" | "twalk" | "twalk_r"
+            | "ftw" | "nftw" | "scandir" | "glob"
+    )
+}
+
+/// Whether function `f`'s address is used otherwise than to call it directly.
+fn address_taken(f: llvm::Value) -> bool {
+    llvm::users(f).into_iter().any(|u| {
+        let direct_call = unsafe { !LLVMIsACallInst(u).is_null() } && llvm::called_value(u) == f && (0..llvm::call_arg_count(u)).all(|k| llvm::operand(u, k) != f);
+        !direct_call
+    })
+}
 
 /// The defined functions that may write memory: a store, an atomic, a memory intrinsic, a call
 /// of a C library writer, of a function through a pointer, of inline assembly, of a library
 /// function given one of these (a callback), or of another of these.
 fn writers(m: LLVMModuleRef) -> Writers {
+    let set = writer_set(m);
+    let address_taken = set.iter().any(|&f| address_taken(f));
+    Writers { set, address_taken }
+}
+
+fn writer_set(m: LLVMModuleRef) -> std::collections::HashSet<llvm::Value> {
     let defined: Vec<llvm::Value> = llvm::functions(m).into_iter().filter(|&f| !llvm::is_declaration(f)).collect();
-    let mut writers = Writers::new();
+    let mut writers = std::collections::HashSet::new();
     loop {
         let before = writers.len();
         for &f in &defined {

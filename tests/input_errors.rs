@@ -165,13 +165,3 @@ fn line_files_may_be_dot_relative_absolute_or_a_suffix_and_others_are_named() {
     let out = run_on(&p.path, &["--function", "f", "--line", "other.c:3"]);
     assert_bad_input(&out, "comes from 'other.c' (their files: ");
 }
-
-#[test]
-fn a_target_called_back_through_a_pointer_is_named_as_not_followed() {
-    // The handler runs only when the C library calls it back: the error says which function
-    // calls the target and why it is not followed, instead of only "never calls".
-    let src = "#include <signal.h>\nextern void reach_error(void);\nstatic int g;\nstatic void h(int s) { if (g == 3) reach_error(); }\nint f(int a) { g = a; signal(SIGUSR1, h); raise(SIGUSR1); return 0; }\n";
-    let p = c_program("callback", src);
-    let out = run_on(&p.path, &["--function", "f", "--call", "reach_error"]);
-    assert_bad_input(&out, "'h' does, which the analysis does not follow");
-}

@@ -566,3 +566,17 @@ fn callbacks_reached_through_memory_may_write_past_an_object() {
     let twin = "int *gp; void h(void) { gp[2] = 7; } void (*tab[1])(void) = { h }; void other(void) { tab[0](); } int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; gp = x; if (a == 3) x[1] = 4; if (flag == 7) reach_error(); return x[0]; }";
     assert_unreachable(&reach("writer_in_a_table_not_called", twin, "f"));
 }
+
+#[test]
+fn a_target_in_a_callback_is_reached_through_the_call_that_runs_it() {
+    // A `qsort` comparator calls the target; `f`'s own call is dead. The comparator is not
+    // analysed, so `qsort` rules a proof out, and a run through it is a witness.
+    let comparator = "int cmp(const void *p, const void *q) { int a = *(const int *)p, b = *(const int *)q; if (a == 42) reach_error(); return a - b; } int f(int a, int b) { int y[2] = {a, 1}; if (y[1] == 2) reach_error(); qsort(y, 2, sizeof(int), cmp); return y[0]; }";
+    assert_not_unreachable(&reach("target_in_a_comparator", comparator, "f"));
+    // Only a signal handler calls it (this was refused as bad input): the fuzzer finds `a == 3`.
+    let handler = "#include <signal.h>\nstatic int g; static void h(int s) { if (g == 3) reach_error(); } int f(int a, int b) { g = a; signal(SIGUSR1, h); raise(SIGUSR1); return 0; }";
+    assert_reachable(&reach("target_only_in_a_signal_handler", handler, "f"));
+    // Twin: the comparator does not call the target.
+    let twin = "int cmp(const void *p, const void *q) { return *(const int *)p - *(const int *)q; } int f(int a, int b) { int y[2] = {a, 1}; if (y[1] == 2) reach_error(); qsort(y, 2, sizeof(int), cmp); return y[0]; }";
+    assert_unreachable(&reach("target_not_in_the_comparator", twin, "f"));
+}

@@ -227,6 +227,15 @@ pub fn users(v: Value) -> Vec<Value> {
     out
 }
 
+/// Whether function `f` is used otherwise than as the callee of a direct call (its address is
+/// taken: stored, passed, in an initialiser).
+pub fn address_taken(f: Value) -> bool {
+    users(f).into_iter().any(|u| {
+        let direct_call = unsafe { !LLVMIsACallInst(u).is_null() } && called_value(u) == f && (0..call_arg_count(u)).all(|k| operand(u, k) != f);
+        !direct_call
+    })
+}
+
 pub fn called_value(call: Value) -> Value {
     unsafe { LLVMGetCalledValue(call) }
 }
@@ -469,6 +478,15 @@ pub fn called_function_name(i: Value) -> Option<String> {
 pub fn call_does_not_return(i: Value) -> bool {
     let Some(name) = called_function_name(i) else { return false };
     matches!(name.as_str(), "llvm.trap" | "llvm.ubsantrap" | super::target::TARGET_MARKER) || call_has_function_attribute(i, "noreturn")
+}
+
+/// The target number of `i` when it is a call of the target marker.
+pub fn marker_id(i: Value) -> Option<u32> {
+    if opcode(i) != LLVMOpcode::LLVMCall || called_function_name(i).as_deref() != Some(super::target::TARGET_MARKER) || call_arg_count(i) == 0 {
+        return None;
+    }
+    let id = operand(i, 0);
+    is_a_constant_int(id).then(|| const_int_zext(id) as u32)
 }
 
 /// Whether call `i` may return twice: a `setjmp` (by name, or marked `returns_twice`).

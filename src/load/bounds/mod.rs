@@ -202,6 +202,11 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
         // Inline assembly: may write anywhere from a pointer it is given.
         return if reaches { vec![Check::Always] } else { vec![] };
     }
+    if writers.callbacks_reach_a_target && runs_a_callback(c) {
+        // The callback may enter a target the analysis does not see: a run through this call
+        // is replayed, and a proof must show no run gets here.
+        return vec![Check::Always];
+    }
     if !llvm::is_a_function(callee) {
         // A function called through a pointer: may write anywhere from a pointer it is given,
         // and, when it is one of the module's writers, past its own arrays into this frame or
@@ -435,7 +440,7 @@ pub(super) fn library_may_write(name: &str) -> bool {
 /// module's documentation) with a branch to a target marker numbered `id`. Returns how many.
 pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
     let td = llvm::module_target_data(m);
-    let writers = writers(m);
+    let writers = writers(m, id);
     let mut marked = 0;
     for f in llvm::functions(m) {
         if llvm::is_declaration(f) || llvm::value_name(f) == super::target::TARGET_MARKER {
@@ -480,6 +485,10 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
 struct Writers {
     set: std::collections::HashSet<llvm::Value>,
     address_taken: bool,
+    /// A function run through a pointer to it reaches a real target (`--call reach_error`
+    /// from a `qsort` comparator, a signal or `atexit` handler): every call that may run it
+    /// is a site of its own (see [`call_checks_of`]).
+    callbacks_reach_a_target: bool,
 }
 
 /// Whether C library function `name` may run a function of the program and then return: one
@@ -496,21 +505,44 @@ fn runs_callbacks(name: &str) -> bool {
     )
 }
 
-/// Whether function `f`'s address is used otherwise than to call it directly.
-fn address_taken(f: llvm::Value) -> bool {
-    llvm::users(f).into_iter().any(|u| {
-        let direct_call = unsafe { !LLVMIsACallInst(u).is_null() } && llvm::called_value(u) == f && (0..llvm::call_arg_count(u)).all(|k| llvm::operand(u, k) != f);
-        !direct_call
-    })
-}
-
 /// The defined functions that may write memory: a store, an atomic, a memory intrinsic, a call
 /// of a C library writer, of a function through a pointer, of inline assembly, of a library
 /// function given one of these (a callback), or of another of these.
-fn writers(m: LLVMModuleRef) -> Writers {
+fn writers(m: LLVMModuleRef, real_targets: u32) -> Writers {
     let set = writer_set(m);
-    let address_taken = set.iter().any(|&f| address_taken(f));
-    Writers { set, address_taken }
+    let address_taken = set.iter().any(|&f| llvm::address_taken(f));
+    let callbacks_reach_a_target = llvm::functions(m)
+        .into_iter()
+        .filter(|&g| !llvm::is_declaration(g) && llvm::address_taken(g))
+        .flat_map(super::target::reachable_functions)
+        .any(|g| llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| llvm::marker_id(i).is_some_and(|id| id < real_targets)));
+    Writers { set, address_taken, callbacks_reach_a_target }
+}
+
+/// Whether call `c` may run a function of the program through a pointer: a call through a
+/// pointer, a C library function that runs callbacks or registers an exit handler, a call
+/// given a function of the module.
+fn runs_a_callback(c: llvm::Value) -> bool {
+    let callee = llvm::called_value(c);
+    if llvm::is_a_inline_asm(callee) {
+        return false;
+    }
+    if !llvm::is_a_function(callee) {
+        return true;
+    }
+    let name = llvm::value_name(callee);
+    if name.starts_with("llvm.") || !llvm::is_declaration(callee) {
+        return false;
+    }
+    runs_callbacks(&name) || registers_exit_handler(&name) || (0..llvm::call_arg_count(c)).any(|k| {
+        let a = llvm::operand(c, k);
+        llvm::is_a_function(a) && !llvm::is_declaration(a)
+    })
+}
+
+/// Whether C library function `name` registers a handler run when the program exits.
+fn registers_exit_handler(name: &str) -> bool {
+    matches!(name, "atexit" | "on_exit" | "__cxa_atexit" | "at_quick_exit")
 }
 
 fn writer_set(m: LLVMModuleRef) -> std::collections::HashSet<llvm::Value> {

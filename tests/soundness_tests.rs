@@ -580,3 +580,19 @@ fn a_target_in_a_callback_is_reached_through_the_call_that_runs_it() {
     let twin = "int cmp(const void *p, const void *q) { return *(const int *)p - *(const int *)q; } int f(int a, int b) { int y[2] = {a, 1}; if (y[1] == 2) reach_error(); qsort(y, 2, sizeof(int), cmp); return y[0]; }";
     assert_unreachable(&reach("target_not_in_the_comparator", twin, "f"));
 }
+
+#[test]
+fn pointers_loaded_back_where_no_offset_can_be_computed_may_write_past_an_object() {
+    // A pointer into one of two arrays kept in a local array of pointers.
+    let several = "int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; int y[2] = {0, 0}; int *p = a ? x : y; int *s[1]; s[0] = p; s[0][b] = 7; if (flag == 7) reach_error(); return x[0] + y[0]; }";
+    assert_not_unreachable(&reach("pointer_into_one_of_two_arrays_kept_in_a_local", several, "f"));
+    // A pointer to a local array kept in a struct whose address an external call gets.
+    let escaping = "struct S { int *p; int n; }; void ext(struct S *s); int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; struct S s; s.p = x; s.n = 2; ext(&s); s.p[b] = a; if (flag == 7) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("pointer_kept_in_a_struct_an_external_call_gets", escaping, "f"));
+    // A pointer `strchr` returns into one of two strings.
+    let returned = "#include <string.h>\nint f(int a, int b) { int flag = 0; char s[4] = \"abc\"; char t[4] = \"xyc\"; char *p = strchr(a ? s : t, 'c'); if (!p) return 0; p[b] = 7; if (flag == 7) reach_error(); return s[0] + t[0]; }";
+    assert_not_unreachable(&reach("strchr_into_one_of_two_strings", returned, "f"));
+    // Twins: the same struct and external call, written in bounds through the array itself.
+    let twin = "struct S { int *p; int n; }; void ext(struct S *s); int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; struct S s; s.p = x; s.n = 2; ext(&s); x[b & 1] = a; if (flag == 7) reach_error(); return x[0]; }";
+    assert_unreachable(&reach("struct_given_to_an_external_call_array_written_in_bounds", twin, "f"));
+}

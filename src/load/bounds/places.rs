@@ -208,7 +208,10 @@ impl Places {
 
     /// The origin of pointer `load` loaded from memory: from a local that keeps its address in
     /// view, where the pointers stored into it point ([`Slots`]), when its offset can be
-    /// computed there (one object, a global or a local made before it); else unknown.
+    /// computed there (one object, a global or a local made before it); forged when it may
+    /// point into an object of the function but its offset cannot be computed (one of several
+    /// objects, a block allocated in a loop, a local out of view that got such a pointer);
+    /// else unknown.
     fn loaded(&self, load: llvm::Value) -> Origin {
         let address = self.get(llvm::operand(load, 0));
         if self.slots.is_some() && address == Origin::Several && self.objects_of(llvm::operand(load, 0)).iter().any(|&o| unsafe { !LLVMIsAAllocaInst(o).is_null() }) {
@@ -217,9 +220,11 @@ impl Places {
             return Origin::Forged;
         }
         let (Some(slots), Origin::Object(local)) = (&self.slots, address) else { return Origin::Unknown };
+        // Into an object whose offset cannot be computed here (one of several, or one made
+        // anew in a loop): forged, as no test can be built for it.
         match slots.loaded(self.td, load, local, &|v| self.get(v)) {
-            Origin::Object(o) if !self.made_before(o, load) => Origin::Unknown,
-            Origin::Several => Origin::Unknown,
+            Origin::Object(o) if !self.made_before(o, load) => Origin::Forged,
+            Origin::Several => Origin::Forged,
             origin => origin,
         }
     }
@@ -236,7 +241,7 @@ impl Places {
             let Some(k) = super::library::returns_into(&llvm::value_name(callee)).filter(|&k| k < args) else { return Origin::Unknown };
             return match self.get(llvm::operand(call, k)) {
                 Origin::Object(o) if self.made_before(o, call) => Origin::Object(o),
-                Origin::Forged => Origin::Forged,
+                Origin::Object(_) | Origin::Several | Origin::Forged => Origin::Forged,
                 _ => Origin::Unknown,
             };
         }

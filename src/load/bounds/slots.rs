@@ -52,11 +52,18 @@ struct Write {
     pointer: Option<llvm::Value>,
 }
 
-/// Every write into each local (an `alloca` of the function, a heap block it allocates, or a
-/// global only it uses) whose address stays in view.
+/// Every write of the function into each local (an `alloca` of the function, a heap block it
+/// allocates, or a global), and whether the local's address stays in view.
 pub(super) struct Slots {
-    /// `None`: the local's address leaves the function's view.
-    locals: HashMap<llvm::Value, Option<Vec<Write>>>,
+    locals: HashMap<llvm::Value, Local>,
+}
+
+struct Local {
+    writes: Vec<Write>,
+    /// Whether the function's writes are all the writes into it: an `alloca` or a fresh heap
+    /// block whose address stays in view, or a global only it uses. Not so, other code may
+    /// store any pointer into it, or leave one the function stored.
+    in_view: bool,
 }
 
 impl Slots {
@@ -64,28 +71,23 @@ impl Slots {
     /// following loads (`origin`): a local's address reaches a loaded pointer only through
     /// memory, that is after being stored, which counts as leaving the view.
     pub(super) fn new(td: llvm_sys::target::LLVMTargetDataRef, f: llvm::Value, origin: &dyn Fn(llvm::Value) -> Origin) -> Slots {
-        let mut locals: HashMap<llvm::Value, Option<Vec<Write>>> = HashMap::new();
+        let mut locals: HashMap<llvm::Value, Local> = HashMap::new();
         for i in llvm::blocks(f).into_iter().flat_map(llvm::instructions) {
             for k in 0..llvm::num_operands(i) {
                 let x = llvm::operand(i, k);
                 let Origin::Object(local) = origin(x) else { continue };
                 let entry = locals.entry(local).or_insert_with(|| {
                     if unsafe { !LLVMIsAAllocaInst(local).is_null() } || is_fresh_block(local) {
-                        Some(vec![])
-                    } else if llvm::is_a_global_variable(local) {
-                        global_in_view(td, local, f)
+                        Local { writes: vec![], in_view: true }
                     } else {
-                        None
+                        let initial = llvm::is_a_global_variable(local).then(|| global_in_view(td, local, f)).flatten();
+                        Local { in_view: initial.is_some(), writes: initial.unwrap_or_default() }
                     }
                 });
                 match use_of(td, i, k, local, origin) {
                     Use::Read => {}
-                    Use::Write(w) => {
-                        if let Some(writes) = entry {
-                            writes.push(w);
-                        }
-                    }
-                    Use::Escape => *entry = None,
+                    Use::Write(w) => entry.writes.push(w),
+                    Use::Escape => entry.in_view = false,
                 }
             }
         }
@@ -94,7 +96,9 @@ impl Slots {
 
     /// Where pointer `load`, loaded from `local`, points: the join of the pointers stored at
     /// its bytes (`origin` gives theirs), forged when other bytes were written there, unknown
-    /// when the local is not followed or nothing was stored there.
+    /// when nothing was stored there. From a local out of view: forged when the function
+    /// stored a pointer into one of its objects there (the load may get it back, or whatever
+    /// other code stored: no offset can be computed), else unknown.
     pub(super) fn loaded(
         &self,
         td: llvm_sys::target::LLVMTargetDataRef,
@@ -102,11 +106,18 @@ impl Slots {
         local: llvm::Value,
         origin: &dyn Fn(llvm::Value) -> Origin,
     ) -> Origin {
-        let Some(Some(writes)) = self.locals.get(&local) else {
+        let Some(Local { writes, in_view }) = self.locals.get(&local) else {
             return Origin::Unknown;
         };
         let len = llvm::alloc_size(td, llvm::type_of(load));
         let at = span_in(td, llvm::operand(load, 0), local);
+        if !in_view {
+            let ours = writes
+                .iter()
+                .filter(|w| w.at.overlaps(w.len, at, len))
+                .any(|w| w.pointer.is_some_and(|p| matches!(origin(p), Origin::Object(_) | Origin::Several | Origin::Forged)));
+            return if ours { Origin::Forged } else { Origin::Unknown };
+        }
         let mut result = Origin::Unseen;
         for w in writes.iter().filter(|w| w.at.overlaps(w.len, at, len)) {
             result = match w.pointer {

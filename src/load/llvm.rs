@@ -174,7 +174,17 @@ pub fn const_int_zext(v: Value) -> u64 {
 
 /// Whether module `m` has constructors: a non-empty `llvm.global_ctors`.
 pub fn has_constructors(m: LLVMModuleRef) -> bool {
-    let name = std::ffi::CString::new("llvm.global_ctors").expect("no NUL");
+    has_global_list(m, "llvm.global_ctors")
+}
+
+/// Whether module `m` has destructors (run at `exit` and after `main` returns): a non-empty
+/// `llvm.global_dtors`.
+pub fn has_destructors(m: LLVMModuleRef) -> bool {
+    has_global_list(m, "llvm.global_dtors")
+}
+
+fn has_global_list(m: LLVMModuleRef, list: &str) -> bool {
+    let name = std::ffi::CString::new(list).expect("no NUL");
     // SAFETY: a valid module; the global and its initializer belong to it.
     let g = unsafe { LLVMGetNamedGlobal(m, name.as_ptr()) };
     if g.is_null() {

@@ -15,6 +15,7 @@ pub mod recursion;
 pub mod target;
 pub mod assume;
 mod bounds;
+pub mod clib;
 pub mod comparisons;
 
 pub use input::{clang_path, llvm_tool, CLANG_ANALYSIS_FLAGS};
@@ -397,7 +398,11 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     // Stores that may leave their object: pseudo-targets as well (see `bounds`), with the cut
     // sites' id. After normalisation: a helper's stores into its caller's array, a `malloc`
     // block and a pointer to a local are then addressed from their object directly.
-    let clobber_sites = bounds::mark_clobber_sites(m, resolved.len() as u32);
+    let call_target = match spec {
+        TargetSpec::Call(callee) => Some(callee.as_str()),
+        _ => None,
+    };
+    let clobber_sites = bounds::mark_clobber_sites(m, resolved.len() as u32, call_target);
     if clobber_sites > 0 {
         info!(clobber_sites, "stores that may leave their object marked");
     }

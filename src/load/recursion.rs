@@ -126,7 +126,6 @@ fn may_reach_marker(m: LLVMModuleRef) -> HashSet<String> {
 /// the code as clang wrote it: a scalar local is one `alloca` written whole.
 fn may_write_outside_scalars(m: LLVMModuleRef) -> HashSet<String> {
     let td = llvm::module_target_data(m);
-    let funcs: Vec<Value> = llvm::functions(m).into_iter().filter(|&f| !llvm::is_declaration(f)).collect();
     let whole_local = |store: Value| {
         let (value, ptr) = (llvm::operand(store, 0), llvm::operand(store, 1));
         let alloca = unsafe { !LLVMIsAAllocaInst(ptr).is_null() };
@@ -135,39 +134,7 @@ fn may_write_outside_scalars(m: LLVMModuleRef) -> HashSet<String> {
             llvm::is_sized(t) && llvm::is_sized(held) && llvm::alloc_size(td, t) <= llvm::alloc_size(td, held)
         }
     };
-    let mut writers: HashSet<Value> = HashSet::new();
-    loop {
-        let before = writers.len();
-        for &f in &funcs {
-            if writers.contains(&f) {
-                continue;
-            }
-            let writes = llvm::blocks(f).into_iter().flat_map(llvm::instructions).any(|i| match llvm::opcode(i) {
-                LLVMOpcode::LLVMStore => !whole_local(i),
-                LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => true,
-                LLVMOpcode::LLVMCall => {
-                    let callee = llvm::called_value(i);
-                    if !llvm::is_a_function(callee) {
-                        return true;
-                    }
-                    let name = llvm::value_name(callee);
-                    if let Some(intrinsic) = name.strip_prefix("llvm.") {
-                        return ["memset", "memcpy", "memmove"].iter().any(|p| intrinsic.starts_with(p));
-                    }
-                    writers.contains(&callee)
-                        || (llvm::is_declaration(callee)
-                            && (super::bounds::library_may_write(&name) || (0..llvm::call_arg_count(i)).any(|k| writers.contains(&llvm::operand(i, k)))))
-                }
-                _ => false,
-            });
-            if writes {
-                writers.insert(f);
-            }
-        }
-        if writers.len() == before {
-            return writers.into_iter().map(llvm::value_name).collect();
-        }
-    }
+    super::bounds::functions_that_write(m, &|store| !whole_local(store)).into_iter().map(llvm::value_name).collect()
 }
 
 /// The calls among `recursive` functions that close a cycle: the back edges of a depth-first

@@ -9,8 +9,6 @@
 //! anything the prediction misses (a symbol only the static archive lacks).
 
 use crate::load::TARGET_MARKER;
-use std::ffi::CString;
-use std::sync::OnceLock;
 
 /// Functions of the static C library that its shared object lacks (they live in
 /// `libc_nonshared.a`): never stubbed.
@@ -24,45 +22,12 @@ fn driver_or_compiler_defines(name: &str) -> bool {
     name.starts_with("llvm.") || name.starts_with("__ubsan_") || name.starts_with("__VERIFIER_nondet_") || name == "__VERIFIER_assume" || name == TARGET_MARKER
 }
 
-struct Libraries {
-    handles: Vec<usize>,
-}
-
-fn libraries() -> &'static Libraries {
-    static LIBS: OnceLock<Libraries> = OnceLock::new();
-    LIBS.get_or_init(|| {
-        let handles = ["libc.so.6", "libm.so.6"]
-            .iter()
-            .filter_map(|lib| {
-                let name = CString::new(*lib).ok()?;
-                // SAFETY: dlopen of the system's C library (already mapped into this process, or
-                // libm, which has no constructors that matter); the handle is never closed.
-                let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY) };
-                (!h.is_null()).then_some(h as usize)
-            })
-            .collect();
-        Libraries { handles }
-    })
-}
-
-/// Whether the C library (libc or libm) defines `name`. `None` when the libraries could not
-/// be opened: then nothing is predicted.
-fn c_library_defines(name: &str) -> Option<bool> {
-    let libs = libraries();
-    if libs.handles.is_empty() {
-        return None;
-    }
-    let Ok(sym) = CString::new(name) else { return Some(false) };
-    // SAFETY: `dlsym` on handles from `dlopen` that stay open for the life of the process.
-    Some(libs.handles.iter().any(|&h| !unsafe { libc::dlsym(h as *mut libc::c_void, sym.as_ptr()) }.is_null()))
-}
-
 /// The declared functions the link will not find: each gets a stub returning 0.
 pub fn predicted(declared: &[String]) -> Vec<String> {
     declared
         .iter()
         .filter(|n| !driver_or_compiler_defines(n) && !NONSHARED.contains(&n.as_str()))
-        .filter(|n| c_library_defines(n) == Some(false))
+        .filter(|n| crate::load::clib::c_library_defines(n) == Some(false))
         .cloned()
         .collect()
 }

@@ -38,8 +38,8 @@ pub(super) fn library_writes(name: &str) -> Vec<LibraryWrite> {
     // size) before the format. The `v` variants' arguments are in a `va_list`: not followed.
     let format = match name {
         "printf" => Some(0),
-        "fprintf" | "dprintf" | "sprintf" | "__printf_chk" => Some(1),
-        "snprintf" | "__fprintf_chk" | "__dprintf_chk" => Some(2),
+        "fprintf" | "dprintf" | "sprintf" | "asprintf" | "__printf_chk" => Some(1),
+        "snprintf" | "__fprintf_chk" | "__dprintf_chk" | "__asprintf_chk" => Some(2),
         "__sprintf_chk" => Some(3),
         "__snprintf_chk" => Some(4),
         _ => None,
@@ -97,6 +97,9 @@ pub(super) fn library_write(name: &str) -> Option<LibraryWrite> {
         "stat" | "fstat" | "lstat" => Fixed { dest: 1, bytes: 144 },
         "frexp" | "frexpf" | "remquo" => Fixed { dest: if name == "remquo" { 2 } else { 1 }, bytes: 4 },
         "modf" => Fixed { dest: 1, bytes: 8 },
+        "nanosleep" => Fixed { dest: 1, bytes: 16 },
+        // `jmp_buf`, `sigjmp_buf`: 200 bytes.
+        "setjmp" | "_setjmp" | "__setjmp" | "sigsetjmp" | "__sigsetjmp" => Fixed { dest: 0, bytes: 200 },
         "memset" | "memcpy" | "memmove" | "mempcpy" | "strncpy" | "stpncpy" => Bounded { dest: 0, n: 2, times: None },
         "bzero" | "explicit_bzero" | "snprintf" | "vsnprintf" | "fgets" | "getcwd" | "gethostname" => Bounded { dest: 0, n: 1, times: None },
         "read" | "pread" | "recv" | "readlink" => Bounded { dest: 1, n: 2, times: None },
@@ -114,6 +117,35 @@ pub(super) fn library_write(name: &str) -> Option<LibraryWrite> {
 
 /// The argument a C library function returns a pointer into (or null): `strchr`'s string,
 /// `strcpy`'s destination.
+/// Functions of the C library that read through the pointers they are given and write none
+/// of them (or only memory they allocate themselves). Any other function the C library defines
+/// and the table ([`library_write`]) does not list may write past an object it is given: such a
+/// call is a clobber site (see `call_checks_of`).
+pub(super) fn reads_only(name: &str) -> bool {
+    let name = name.strip_prefix("__isoc99_").or_else(|| name.strip_prefix("__isoc23_")).unwrap_or(name);
+    matches!(
+        name,
+        "strlen" | "strnlen" | "strcmp" | "strncmp" | "strcasecmp" | "strncasecmp" | "strcoll" | "memcmp" | "bcmp" | "memchr" | "memrchr" | "rawmemchr"
+            | "strchr" | "strrchr" | "strchrnul" | "strstr" | "strcasestr" | "strspn" | "strcspn" | "strpbrk" | "index" | "rindex" | "memmem"
+            | "wcslen" | "wcsnlen" | "wcscmp" | "wcsncmp" | "wcschr" | "wcsrchr" | "wcsstr" | "wmemchr" | "wmemcmp" | "wcsspn" | "wcscspn" | "wcscoll"
+            | "atoi" | "atol" | "atoll" | "atof" | "strdup" | "strndup" | "wcsdup" | "puts" | "fputs" | "fputs_unlocked" | "fputc" | "putc" | "putchar"
+            | "fwrite" | "fwrite_unlocked" | "write" | "pwrite" | "send" | "sendto" | "perror" | "free" | "malloc" | "calloc" | "realloc" | "aligned_alloc"
+            | "fopen" | "freopen" | "fdopen" | "open" | "openat" | "creat" | "access" | "unlink" | "remove" | "rename" | "mkdir" | "rmdir" | "chdir"
+            | "opendir" | "chmod" | "chown" | "truncate" | "execv" | "execve" | "execvp" | "execl" | "execlp" | "system" | "popen" | "getenv" | "setenv"
+            | "unsetenv" | "fflush" | "fclose" | "fseek" | "ftell" | "rewind" | "feof" | "ferror" | "fileno" | "close" | "exit" | "_exit" | "abort"
+            | "__assert_fail" | "__assert_perror_fail" | "assert" | "longjmp" | "_longjmp" | "siglongjmp" | "strerror" | "strsignal" | "srand" | "rand"
+            | "sleep" | "usleep" | "isatty" | "getpid" | "raise" | "signal" | "abs" | "labs" | "llabs" | "toupper" | "tolower" | "putenv"
+            | "strtok" | "lseek" | "dup" | "dup2" | "kill" | "alarm" | "atexit" | "clock" | "difftime" | "mktime" | "localtime" | "gmtime" | "ctime"
+            | "asctime" | "fork" | "wait" | "getchar" | "fgetc" | "getc" | "ungetc" | "__stack_chk_fail"
+    )
+}
+
+/// Functions of the C library that, given a pointer into an object, return a pointer to
+/// memory of their own (a copy, a stream), never into that object.
+pub(super) fn returns_fresh(name: &str) -> bool {
+    matches!(name, "strdup" | "strndup" | "wcsdup" | "malloc" | "calloc" | "aligned_alloc" | "fopen" | "freopen" | "fdopen" | "popen" | "opendir" | "getenv" | "strerror" | "strsignal" | "localtime" | "gmtime" | "ctime" | "asctime")
+}
+
 pub(super) fn returns_into(name: &str) -> Option<u32> {
     let name = name.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(name);
     Some(match name {
@@ -287,7 +319,8 @@ pub(super) fn scan_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
             k += 1;
         }
         let digits = format[k..].iter().take_while(|b| b.is_ascii_digit()).count();
-        let width: Option<u64> = if digits > 0 { std::str::from_utf8(&format[k..k + digits]).ok()?.parse().ok() } else { None };
+        // A width of 0 (`%0s`) is no width to glibc: the string is as long as the input's.
+        let width: Option<u64> = if digits > 0 { std::str::from_utf8(&format[k..k + digits]).ok()?.parse().ok().filter(|&w| w > 0) } else { None };
         k += digits;
         let (modifier, conversion) = conversion_spec(format, &mut k)?;
         if conversion == b'[' {
@@ -362,5 +395,7 @@ mod tests {
         // Wide characters: 4 bytes each.
         assert_eq!(scan_sizes(b"%4ls %2lc"), Some(vec![Some(20), Some(8)]));
         assert_eq!(scan_sizes(b"%"), None);
+        // glibc reads `%0s` as `%s`.
+        assert_eq!(scan_sizes(b"%0s %00[a-z] %02s"), Some(vec![None, None, Some(3)]));
     }
 }

@@ -45,7 +45,7 @@ mod places;
 mod slots;
 
 use super::llvm;
-use library::{constant_string, count_sizes, library_writes, print_max_len, scan_sizes, LibraryWrite};
+use library::{constant_string, count_sizes, library_writes, print_max_len, reads_only, scan_sizes, LibraryWrite};
 use llvm_sys::core::*;
 use llvm_sys::debuginfo::{LLVMInstructionGetDebugLoc, LLVMInstructionSetDebugLoc};
 use llvm_sys::prelude::*;
@@ -214,6 +214,10 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
         return if reaches || writers.address_taken { vec![Check::Always] } else { vec![] };
     }
     let name = llvm::value_name(callee);
+    if writers.call_target.as_deref() == Some(name.as_str()) {
+        let before = unsafe { LLVMGetPreviousInstruction(c) };
+        return if before.is_null() || llvm::marker_id(before).is_none() { vec![Check::Always] } else { vec![] };
+    }
     // A recursion cut (`load::recursion`) stands for the recursive function.
     let body = match super::recursion::cut_of(&name) {
         Some(original) => llvm::function_named(llvm::module_of(c), original),
@@ -235,6 +239,11 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
     let writes = if ["llvm.memset.", "llvm.memcpy.", "llvm.memmove."].iter().any(|p| name.starts_with(p)) {
         vec![LibraryWrite::Bounded { dest: 0, n: 2, times: None }]
     } else if llvm::is_declaration(callee) {
+        if reaches && writes_unlisted(&name) {
+            // Given a pointer into an object, a function whose writes the pass does not know
+            // (an intrinsic that stores, a C library function not in the table): anywhere.
+            return vec![Check::Always];
+        }
         library_writes(&name)
     } else {
         return vec![];
@@ -431,16 +440,11 @@ mod tests {
     }
 }
 
-/// Whether the C library function `name` may write memory it is given (see [`library_writes`]).
-pub(super) fn library_may_write(name: &str) -> bool {
-    !library_writes(name).is_empty()
-}
-
 /// Marks every store of the module's defined functions that may leave its object (see the
 /// module's documentation) with a branch to a target marker numbered `id`. Returns how many.
-pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
+pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32, call_target: Option<&str>) -> usize {
     let td = llvm::module_target_data(m);
-    let writers = writers(m, id);
+    let writers = writers(m, id, call_target);
     let mut marked = 0;
     for f in llvm::functions(m) {
         if llvm::is_declaration(f) || llvm::value_name(f) == super::target::TARGET_MARKER {
@@ -471,7 +475,8 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32) -> usize {
         }
         for block in llvm::blocks(f) {
             let term = unsafe { LLVMGetBasicBlockTerminator(block) };
-            if !term.is_null() && is_bare_unreachable(term) {
+            let exits = writers.exit_runs_a_target && llvm::opcode(term) == LLVMOpcode::LLVMRet;
+            if !term.is_null() && (is_bare_unreachable(term) || exits) {
                 llvm::insert_marker_call(m, super::target::TARGET_MARKER, block, Some(term), id);
                 marked += 1;
             }
@@ -489,6 +494,13 @@ struct Writers {
     /// from a `qsort` comparator, a signal or `atexit` handler): every call that may run it
     /// is a site of its own (see [`call_checks_of`]).
     callbacks_reach_a_target: bool,
+    /// Such a function may be a destructor: it runs when the program exits (`exit`, a return
+    /// from `main`), so those are sites too.
+    exit_runs_a_target: bool,
+    /// The `--call` function: a call of it that no marker precedes was made direct by the
+    /// normalisation (through a pointer as written: `fp = reach_error; fp()`), and the native
+    /// runs have no marker there.
+    call_target: Option<String>,
 }
 
 /// Whether C library function `name` may run a function of the program and then return: one
@@ -508,15 +520,20 @@ fn runs_callbacks(name: &str) -> bool {
 /// The defined functions that may write memory: a store, an atomic, a memory intrinsic, a call
 /// of a C library writer, of a function through a pointer, of inline assembly, of a library
 /// function given one of these (a callback), or of another of these.
-fn writers(m: LLVMModuleRef, real_targets: u32) -> Writers {
+fn writers(m: LLVMModuleRef, real_targets: u32, call_target: Option<&str>) -> Writers {
     let set = writer_set(m);
     let address_taken = set.iter().any(|&f| llvm::address_taken(f));
-    let callbacks_reach_a_target = llvm::functions(m)
-        .into_iter()
-        .filter(|&g| !llvm::is_declaration(g) && llvm::address_taken(g))
-        .flat_map(super::target::reachable_functions)
-        .any(|g| llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| llvm::marker_id(i).is_some_and(|id| id < real_targets)));
-    Writers { set, address_taken, callbacks_reach_a_target }
+    // The `--call` function itself called through a pointer (`fp = reach_error; fp()`) is a
+    // call of it that no marker precedes.
+    let target_through_a_pointer = call_target.and_then(|name| llvm::function_named(m, name)).is_some_and(llvm::address_taken);
+    let callbacks_reach_a_target = target_through_a_pointer
+        || llvm::functions(m)
+            .into_iter()
+            .filter(|&g| !llvm::is_declaration(g) && llvm::address_taken(g))
+            .flat_map(super::target::reachable_functions)
+            .any(|g| llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| llvm::marker_id(i).is_some_and(|id| id < real_targets)));
+    let exit_runs_a_target = callbacks_reach_a_target && llvm::has_destructors(m);
+    Writers { set, address_taken, callbacks_reach_a_target, exit_runs_a_target, call_target: call_target.map(str::to_string) }
 }
 
 /// Whether call `c` may run a function of the program through a pointer: a call through a
@@ -534,10 +551,32 @@ fn runs_a_callback(c: llvm::Value) -> bool {
     if name.starts_with("llvm.") || !llvm::is_declaration(callee) {
         return false;
     }
-    runs_callbacks(&name) || registers_exit_handler(&name) || (0..llvm::call_arg_count(c)).any(|k| {
+    runs_callbacks(&name) || registers_exit_handler(&name) || matches!(name.as_str(), "exit" | "quick_exit") || (0..llvm::call_arg_count(c)).any(|k| {
         let a = llvm::operand(c, k);
         llvm::is_a_function(a) && !llvm::is_declaration(a)
     })
+}
+
+/// Whether declared function `name` may write through a pointer it is given in ways the table
+/// does not describe: an intrinsic that may store (`llvm.masked.store`, the x86 ones), or a
+/// function the C library defines (it runs for real natively) that neither the table lists
+/// nor is known to only read ([`reads_only`]). Other declared functions get stubs natively.
+fn writes_unlisted(name: &str) -> bool {
+    if let Some(intrinsic) = name.strip_prefix("llvm.") {
+        const HARMLESS: &[&str] = &[
+            "lifetime.", "dbg.", "va_start", "va_end", "va_copy", "prefetch", "invariant.", "launder.invariant.group", "strip.invariant.group", "objectsize",
+            "ptrmask", "assume", "expect", "masked.load", "masked.gather", "stacksave", "stackrestore", "memset.", "memcpy.", "memmove.",
+            "experimental.noalias.scope.decl", "annotation", "var.annotation", "ptr.annotation", "frameaddress", "returnaddress", "trap", "debugtrap",
+        ];
+        return !HARMLESS.iter().any(|h| intrinsic.starts_with(h));
+    }
+    library_writes(name).is_empty() && !reads_only(name) && super::clib::c_library_defines(name) != Some(false)
+}
+
+/// Whether declared function `name` may write memory it is given: listed in the table, or
+/// unlisted ([`writes_unlisted`]).
+fn library_may_write(name: &str) -> bool {
+    !library_writes(name).is_empty() || writes_unlisted(name)
 }
 
 /// Whether C library function `name` registers a handler run when the program exits.
@@ -546,6 +585,13 @@ fn registers_exit_handler(name: &str) -> bool {
 }
 
 fn writer_set(m: LLVMModuleRef) -> std::collections::HashSet<llvm::Value> {
+    functions_that_write(m, &|store| !llvm::is_uninit_call(llvm::operand(store, 0)))
+}
+
+/// The defined functions of `m` that may write memory: a store `counts`, an atomic, a memory
+/// intrinsic, a call of a C library writer, of a function through a pointer or of inline
+/// assembly, of a library function given one of these (a callback), or of another of these.
+pub(super) fn functions_that_write(m: LLVMModuleRef, counts: &dyn Fn(llvm::Value) -> bool) -> std::collections::HashSet<llvm::Value> {
     let defined: Vec<llvm::Value> = llvm::functions(m).into_iter().filter(|&f| !llvm::is_declaration(f)).collect();
     let mut writers = std::collections::HashSet::new();
     loop {
@@ -555,7 +601,8 @@ fn writer_set(m: LLVMModuleRef) -> std::collections::HashSet<llvm::Value> {
                 continue;
             }
             let writes = llvm::blocks(f).into_iter().flat_map(llvm::instructions).any(|i| match llvm::opcode(i) {
-                LLVMOpcode::LLVMStore | LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => !llvm::is_uninit_call(llvm::operand(i, 0)),
+                LLVMOpcode::LLVMStore => counts(i),
+                LLVMOpcode::LLVMAtomicRMW | LLVMOpcode::LLVMAtomicCmpXchg => true,
                 LLVMOpcode::LLVMCall => {
                     let callee = llvm::called_value(i);
                     if !llvm::is_a_function(callee) {
@@ -563,9 +610,9 @@ fn writer_set(m: LLVMModuleRef) -> std::collections::HashSet<llvm::Value> {
                     }
                     let name = llvm::value_name(callee);
                     if let Some(intrinsic) = name.strip_prefix("llvm.") {
-                        return ["memset", "memcpy", "memmove"].iter().any(|p| intrinsic.starts_with(p));
+                        return ["memset", "memcpy", "memmove"].iter().any(|p| intrinsic.starts_with(p)) || writes_unlisted(&name);
                     }
-                    writers.contains(&callee) || (llvm::is_declaration(callee) && (!library_writes(&name).is_empty() || (0..llvm::call_arg_count(i)).any(|k| writers.contains(&llvm::operand(i, k)))))
+                    writers.contains(&callee) || (llvm::is_declaration(callee) && (library_may_write(&name) || (0..llvm::call_arg_count(i)).any(|k| writers.contains(&llvm::operand(i, k)))))
                 }
                 _ => false,
             });

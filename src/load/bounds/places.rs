@@ -153,6 +153,12 @@ pub(super) struct Places {
     slots: Option<Slots>,
     /// Which blocks dominate which, and which run at most once a call (see [`Places::made_before`]).
     once: Once,
+    /// Set when the function stores a pointer into a local or a global where loads are not
+    /// followed: pointers loaded from there are forged (see [`Places::frame_pointers_stored`]).
+    frame_pointers_out_of_view: bool,
+    /// Set when it stores one anywhere or puts one into an aggregate value: pointers taken out
+    /// of aggregates are forged.
+    frame_pointers_in_aggregates: bool,
     /// For pointers into one of several objects: the offset into the one it points into on the
     /// path taken, and that object's size.
     several: std::collections::HashMap<llvm::Value, (llvm::Value, llvm::Value)>,
@@ -171,6 +177,8 @@ impl Places {
             builder: unsafe { LLVMCreateBuilderInContext(ctx) },
             slots: None,
             once: Once::new(f),
+            frame_pointers_out_of_view: false,
+            frame_pointers_in_aggregates: false,
             several: Default::default(),
             sizes: Default::default(),
         };
@@ -185,7 +193,50 @@ impl Places {
         places.slots = Some(Slots::new(td, f, &|v| places.get(v)));
         places.origin.clear();
         places.settle(&pointers);
+        // A third time when a pointer into a local or a global went where loads are not
+        // followed: every pointer loaded from there may be it.
+        let (out_of_view, anywhere) = places.frame_pointers_stored(f);
+        if out_of_view || anywhere {
+            (places.frame_pointers_out_of_view, places.frame_pointers_in_aggregates) = (out_of_view, anywhere);
+            places.origin.clear();
+            places.settle(&pointers);
+        }
         places
+    }
+
+    /// Whether `v` may point into a local or a global (an object the run's stack or data
+    /// holds, whose neighbours are other locals and globals), or anywhere (forged).
+    fn may_point_into_frame_or_globals(&self, v: llvm::Value) -> bool {
+        self.leaves(v).into_iter().any(|o| match o {
+            Origin::Object(o) => llvm::is_a_global_variable(o) || unsafe { !LLVMIsAAllocaInst(o).is_null() },
+            Origin::Forged => true,
+            _ => false,
+        })
+    }
+
+    /// Whether `f` stores a pointer into a local or a global where loads are not followed
+    /// (memory out of view, through a pointer not followed, a heap block's), and whether it
+    /// stores one anywhere or puts one into an aggregate value (`insertvalue`, as a struct
+    /// returned by value is built).
+    fn frame_pointers_stored(&self, f: llvm::Value) -> (bool, bool) {
+        let (mut out_of_view, mut anywhere) = (false, false);
+        for i in llvm::blocks(f).into_iter().flat_map(llvm::instructions) {
+            let (value, address) = match llvm::opcode(i) {
+                LLVMOpcode::LLVMStore => (llvm::operand(i, 0), Some(llvm::operand(i, 1))),
+                LLVMOpcode::LLVMInsertValue => (llvm::operand(i, 1), None),
+                _ => continue,
+            };
+            if llvm::type_kind(llvm::type_of(value)) != LLVMTypeKind::LLVMPointerTypeKind || !self.may_point_into_frame_or_globals(value) {
+                continue;
+            }
+            anywhere = true;
+            let followed = match (address.map(|a| self.get(a)), &self.slots) {
+                (Some(Origin::Object(local)), Some(slots)) => slots.in_view(local),
+                _ => false,
+            };
+            out_of_view |= !followed;
+        }
+        (out_of_view, anywhere)
     }
 
     /// A fixpoint from `Unseen` upwards: each round can only move a value up the lattice, so a
@@ -219,7 +270,11 @@ impl Places {
             // pointer, the pass cannot say.
             return Origin::Forged;
         }
-        let (Some(slots), Origin::Object(local)) = (&self.slots, address) else { return Origin::Unknown };
+        let not_followed = if self.frame_pointers_out_of_view { Origin::Forged } else { Origin::Unknown };
+        let (Some(slots), Origin::Object(local)) = (&self.slots, address) else { return not_followed };
+        if !slots.in_view(local) && self.frame_pointers_out_of_view {
+            return Origin::Forged;
+        }
         // Into an object whose offset cannot be computed here (one of several, or one made
         // anew in a loop): forged, as no test can be built for it.
         match slots.loaded(self.td, load, local, &|v| self.get(v)) {
@@ -238,7 +293,15 @@ impl Places {
         let callee = llvm::called_value(call);
         let args = llvm::call_arg_count(call);
         if llvm::is_a_function(callee) && llvm::is_declaration(callee) && super::super::recursion::cut_of(&llvm::value_name(callee)).is_none() {
-            let Some(k) = super::library::returns_into(&llvm::value_name(callee)).filter(|&k| k < args) else { return Origin::Unknown };
+            let name = llvm::value_name(callee);
+            let Some(k) = super::library::returns_into(&name).filter(|&k| k < args) else {
+                // A function of the C library not known to return into an argument nor fresh
+                // memory (`bsearch`, `strtok`, `dirname`) given a pointer into an object: it
+                // may return a pointer into it, at an offset the pass cannot compute.
+                let given = (0..args).any(|k| matches!(self.get(llvm::operand(call, k)), Origin::Object(_) | Origin::Several | Origin::Forged));
+                let library = !name.starts_with("llvm.") && super::super::clib::c_library_defines(&name) != Some(false);
+                return if given && library && !super::library::returns_fresh(&name) { Origin::Forged } else { Origin::Unknown };
+            };
             return match self.get(llvm::operand(call, k)) {
                 Origin::Object(o) if self.made_before(o, call) => Origin::Object(o),
                 Origin::Object(_) | Origin::Several | Origin::Forged => Origin::Forged,
@@ -296,6 +359,8 @@ impl Places {
                 Origin::Forged
             }
             LLVMOpcode::LLVMLoad => self.loaded(v),
+            // A pointer taken out of an aggregate value (a struct returned by value).
+            LLVMOpcode::LLVMExtractValue if self.frame_pointers_in_aggregates => Origin::Forged,
             LLVMOpcode::LLVMCall => self.returned(v),
             _ => Origin::Unknown,
         }
@@ -421,9 +486,11 @@ impl Places {
         (self.get(p) == Origin::Several).then(|| self.materialise_several(p))
     }
 
-    /// The objects `p` may point into (those the pass follows).
-    pub(super) fn objects_of(&self, p: llvm::Value) -> Vec<llvm::Value> {
-        let mut objects = vec![];
+    /// The origins `p` is made of, through the phis, selects and getelementptrs of a pointer
+    /// into one of several objects: each object, and `Unknown` or `Forged` for memory the pass
+    /// does not follow (a pointer loaded or returned, a parameter, a forged one).
+    fn leaves(&self, p: llvm::Value) -> Vec<Origin> {
+        let mut leaves = vec![];
         let mut seen = std::collections::HashSet::new();
         let mut work = vec![p];
         while let Some(q) = work.pop() {
@@ -431,16 +498,22 @@ impl Places {
                 continue;
             }
             match self.get(q) {
-                Origin::Object(o) => objects.push(o),
                 Origin::Several => match llvm::opcode(q) {
                     LLVMOpcode::LLVMPHI => work.extend(llvm::incoming(q).into_iter().map(|(x, _)| x)),
                     LLVMOpcode::LLVMSelect => work.extend([llvm::operand(q, 1), llvm::operand(q, 2)]),
                     LLVMOpcode::LLVMGetElementPtr => work.push(llvm::operand(q, 0)),
-                    _ => {}
+                    _ => leaves.push(Origin::Unknown),
                 },
-                _ => {}
+                Origin::Unseen => {}
+                origin => leaves.push(origin),
             }
         }
+        leaves
+    }
+
+    /// The objects `p` may point into (those the pass follows).
+    pub(super) fn objects_of(&self, p: llvm::Value) -> Vec<llvm::Value> {
+        let mut objects: Vec<llvm::Value> = self.leaves(p).into_iter().filter_map(|o| if let Origin::Object(o) = o { Some(o) } else { None }).collect();
         objects.sort();
         objects.dedup();
         objects
@@ -450,24 +523,7 @@ impl Places {
     /// loaded, returned, a parameter, a forged one): the objects of [`Places::objects_of`] are
     /// then not all it may point into.
     pub(super) fn may_point_elsewhere(&self, p: llvm::Value) -> bool {
-        let mut seen = std::collections::HashSet::new();
-        let mut work = vec![p];
-        while let Some(q) = work.pop() {
-            if !seen.insert(q) {
-                continue;
-            }
-            match self.get(q) {
-                Origin::Object(_) | Origin::Unseen => {}
-                Origin::Unknown | Origin::Forged => return true,
-                Origin::Several => match llvm::opcode(q) {
-                    LLVMOpcode::LLVMPHI => work.extend(llvm::incoming(q).into_iter().map(|(x, _)| x)),
-                    LLVMOpcode::LLVMSelect => work.extend([llvm::operand(q, 1), llvm::operand(q, 2)]),
-                    LLVMOpcode::LLVMGetElementPtr => work.push(llvm::operand(q, 0)),
-                    _ => return true,
-                },
-            }
-        }
-        false
+        self.leaves(p).into_iter().any(|o| matches!(o, Origin::Unknown | Origin::Forged))
     }
 
     /// The heap blocks of function `f` whose address leaves what the pass follows: stored into

@@ -94,6 +94,11 @@ impl Slots {
         Slots { locals }
     }
 
+    /// Whether the function's writes into `local` are all the writes into it (see [`Local`]).
+    pub(super) fn in_view(&self, local: llvm::Value) -> bool {
+        self.locals.get(&local).is_some_and(|l| l.in_view)
+    }
+
     /// Where pointer `load`, loaded from `local`, points: the join of the pointers stored at
     /// its bytes (`origin` gives theirs), forged when other bytes were written there, unknown
     /// when nothing was stored there. From a local out of view: forged when the function

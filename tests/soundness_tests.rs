@@ -596,3 +596,48 @@ fn pointers_loaded_back_where_no_offset_can_be_computed_may_write_past_an_object
     let twin = "struct S { int *p; int n; }; void ext(struct S *s); int f(int a, int b) { int flag = 0; int x[2] = {0, 0}; struct S s; s.p = x; s.n = 2; ext(&s); x[b & 1] = a; if (flag == 7) reach_error(); return x[0]; }";
     assert_unreachable(&reach("struct_given_to_an_external_call_array_written_in_bounds", twin, "f"));
 }
+
+#[test]
+fn c_library_functions_outside_the_table_may_write_past_an_object() {
+    // `pthread_attr_init` writes 56 bytes into an 8-byte buffer; it is in no table.
+    let unlisted = "#include <pthread.h>\nint f(int a, int b) { int flag = 0x7f7f7f7f; long buf[1]; pthread_attr_init((pthread_attr_t *)buf); if (flag != 0x7f7f7f7f) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("an_unlisted_library_writer", unlisted, "f"));
+    // `asprintf`'s `%n`, and `sscanf`'s `%0s` (no width to glibc).
+    let count = "int asprintf(char **, const char *, ...); int f(int a, int b) { int flag = 0; int x[2]; char *s; asprintf(&s, \"ab%n\", &x[b]); if (flag) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("asprintf_percent_n", count, "f"));
+    let zero = "int f(int a, int b) { int flag = 0; char s[2]; sscanf(\"abcdefgh\", \"%0s\", s); if (flag) reach_error(); return s[0]; }";
+    assert_not_unreachable(&reach("sscanf_zero_width", zero, "f"));
+    // `bsearch` returns into its array; the pass cannot say where.
+    let returned = "static int cmp(const void *p, const void *q) { return *(const int *)p - *(const int *)q; } int f(int a, int b) { int flag = 0; int x[2] = {1, 2}; int k = 2; int *p = bsearch(&k, x, 2, sizeof(int), cmp); if (p) p[b] = a; if (flag == 7) reach_error(); return x[0]; }";
+    assert_not_unreachable(&reach("bsearch_result_written_past_its_array", returned, "f"));
+    // Twin: read-only library calls on the same buffers.
+    let twin = "#include <string.h>\nint f(int a, int b) { int flag = 0; char s[8] = \"abc\"; int n = (int)strlen(s) + strcmp(s, \"abd\") + (strchr(s, 'b') != 0); if (flag) reach_error(); return n + a; }";
+    assert_unreachable(&reach("read_only_library_calls", twin, "f"));
+}
+
+#[test]
+fn pointers_into_locals_stored_where_loads_are_not_followed_may_come_back() {
+    // Two heap levels deep, across `realloc`, and out of a struct returned by value.
+    let deep = "int f(int a, int b) { int flag = 0; int x[2]; int ***h = malloc(8); *h = malloc(8); **h = x; (**h)[b] = a; if (flag) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("pointer_two_heap_levels_deep", deep, "f"));
+    let realloc = "int f(int a, int b) { int flag = 0; int x[2]; int **h = malloc(8); *h = x; h = realloc(h, 8); (*h)[b] = a; if (flag) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("pointer_kept_across_realloc", realloc, "f"));
+    let aggregate = "struct S { int n; int *p; }; static inline __attribute__((always_inline)) struct S mk(int *x) { struct S s = { 2, x }; return s; } int f(int a, int b) { int flag = 0; int x[2]; struct S s = mk(x); s.p[b] = a; if (flag) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("pointer_in_a_struct_returned_by_value", aggregate, "f"));
+    // Twin: the pointer two levels deep only read.
+    let twin = "int f(int a, int b) { int flag = 0; int x[2] = {a, b}; int ***h = malloc(8); *h = malloc(8); **h = x; int v = (**h)[0]; if (flag) reach_error(); return v; }";
+    assert_unreachable(&reach("pointer_two_heap_levels_deep_only_read", twin, "f"));
+}
+
+#[test]
+fn targets_run_at_exit_or_called_through_a_pointer_rule_a_proof_out() {
+    // A destructor calls the target after `f` returns; `f`'s own call is dead.
+    let destructor = "int g; __attribute__((destructor)) static void fini(void) { if (g == 1) reach_error(); } int f(int a, int b) { g = a; if (a == 2 && a == 3) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("target_in_a_destructor", destructor, "f"));
+    // Through a pointer to it, made a direct call by the normalisation.
+    let pointer = "int f(int a, int b) { void (*fp)(void) = reach_error; if (a == 1) fp(); if (a == 2 && a == 3) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("target_called_through_a_pointer", pointer, "f"));
+    // Twin: a destructor that does not call it.
+    let twin = "int g; __attribute__((destructor)) static void fini(void) { g = 0; } int f(int a, int b) { g = a; if (a == 2 && a == 3) reach_error(); return 0; }";
+    assert_unreachable(&reach("destructor_without_the_target", twin, "f"));
+}

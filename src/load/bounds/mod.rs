@@ -36,9 +36,16 @@
 //! function on where the pointers stored there point ([`slots`]; forged when its bytes were
 //! written otherwise, such as through a union's integer view or `memcpy`).
 //!
-//! Not covered: writes through pointers the pass cannot follow (parameters, pointers loaded
-//! from globals, heap blocks or locals whose address leaves the function's view, pointers
-//! returned by calls), and library functions not in the table.
+//! A pointer loaded where its offset cannot be computed is forged (always a clobber site
+//! when written through): into one of several objects, into a block allocated in a loop, or
+//! from memory the pass does not follow once the function stored a pointer into a local or a
+//! global there. A C library function outside the table given a pointer into an object, unless
+//! known to only read ([`library::reads_only`]), is a clobber site, as is a storing intrinsic.
+//!
+//! Not covered: writes through pointers the pass cannot follow and that no pointer into a
+//! local or global of the function reached (parameters, by the input model; pointers returned
+//! by stubbed external functions; pointers to heap blocks kept in heap blocks, a list's nodes),
+//! and `%n` in a format handed to a `vprintf`-style function.
 
 mod library;
 mod places;

@@ -13,8 +13,9 @@
 //! past the cut. When the recursive function can reach the target (it or a function it calls
 //! contains the target marker, or it calls through a pointer), or may write memory outside its
 //! own scalar locals (a write past its local array lands in its caller's frame, see
-//! [`may_write_outside_scalars`]), the target marker is put before each cut call: an `unreachable` proof then also shows that no execution gets that deep, so it
-//! holds for every depth. A model that only reaches a cut site is replayed natively like any
+//! [`may_write_outside_scalars`]), the target marker is put before each cut call: an
+//! `unreachable` proof then also shows that no execution gets that deep, so it holds for every
+//! depth. A model that only reaches a cut site is replayed natively like any
 //! other, on the real program, which has neither copies nor cut markers: it counts as `reachable`
 //! only when the real run entered the real target.
 //!

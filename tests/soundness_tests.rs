@@ -610,6 +610,12 @@ fn c_library_functions_outside_the_table_may_write_past_an_object() {
     // `bsearch` returns into its array; the pass cannot say where.
     let returned = "static int cmp(const void *p, const void *q) { return *(const int *)p - *(const int *)q; } int f(int a, int b) { int flag = 0; int x[2] = {1, 2}; int k = 2; int *p = bsearch(&k, x, 2, sizeof(int), cmp); if (p) p[b] = a; if (flag == 7) reach_error(); return x[0]; }";
     assert_not_unreachable(&reach("bsearch_result_written_past_its_array", returned, "f"));
+    // `%n` through a `va_list`: a variadic wrapper of `vprintf` given a pointer into an object.
+    let wrapper = "#include <stdarg.h>\nstatic void vp(const char *f, ...) { va_list ap; va_start(ap, f); vprintf(f, ap); va_end(ap); } int f(int a, int b) { int flag = 0; int x[2]; vp(\"ab%n\\n\", &x[b]); if (flag) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("percent_n_through_a_va_list", wrapper, "f"));
+    // Twin: the same kind of wrapper given no pointer into an object but its format.
+    let logging = "#include <stdarg.h>\nstatic void logm(const char *f, ...) { va_list ap; va_start(ap, f); vfprintf(stderr, f, ap); va_end(ap); } int f(int a, int b) { int flag = 0; logm(\"a=%d\\n\", a); if (flag) reach_error(); return 0; }";
+    assert_unreachable(&reach("logging_wrapper_given_no_pointer", logging, "f"));
     // Twin: read-only library calls on the same buffers.
     let twin = "#include <string.h>\nint f(int a, int b) { int flag = 0; char s[8] = \"abc\"; int n = (int)strlen(s) + strcmp(s, \"abd\") + (strchr(s, 'b') != 0); if (flag) reach_error(); return n + a; }";
     assert_unreachable(&reach("read_only_library_calls", twin, "f"));

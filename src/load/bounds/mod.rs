@@ -204,7 +204,7 @@ fn check_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, s: llv
 fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, writers: &Writers, c: llvm::Value) -> Vec<Check> {
     let callee = unsafe { LLVMGetCalledValue(c) };
     let args = llvm::call_arg_count(c);
-    let reaches = (0..args).map(|k| places.get(llvm::operand(c, k))).any(|o| matches!(o, Origin::Object(_) | Origin::Several | Origin::Forged));
+    let reaches = (0..args).any(|k| places.may_point_into_writable(llvm::operand(c, k)));
     if callee.is_null() || llvm::is_a_inline_asm(callee) {
         // Inline assembly: may write anywhere from a pointer it is given.
         return if reaches { vec![Check::Always] } else { vec![] };
@@ -234,7 +234,7 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
         // A function not inlined (recursion cut, variadic): its writes are not checked where
         // the pass sees them, neither through a pointer it is given nor past an array of its
         // own frame (which lies below this one: past its end is this frame's locals).
-        return if writers.set.contains(&body) { vec![Check::Always] } else { vec![] };
+        return if writers.set.contains(&body) || (reaches && prints_from_a_va_list(body)) { vec![Check::Always] } else { vec![] };
     }
     if (0..args).any(|k| writers.set.contains(&llvm::operand(c, k))) || (writers.address_taken && runs_callbacks(&name)) {
         // A function of the module that writes memory handed to the C library (a signal
@@ -584,6 +584,17 @@ fn writes_unlisted(name: &str) -> bool {
 /// unlisted ([`writes_unlisted`]).
 fn library_may_write(name: &str) -> bool {
     !library_writes(name).is_empty() || writes_unlisted(name)
+}
+
+/// Whether function `f` calls a `vprintf`-style function (a variadic wrapper of `printf`): a
+/// `%n` in the format its caller gives writes through a pointer its caller gives.
+fn prints_from_a_va_list(f: llvm::Value) -> bool {
+    llvm::blocks(f).into_iter().flat_map(llvm::instructions).any(|i| {
+        llvm::called_function_name(i).is_some_and(|n| {
+            let n = n.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(&n).to_string();
+            matches!(n.as_str(), "vprintf" | "vfprintf" | "vdprintf" | "vsyslog" | "vasprintf" | "vsprintf" | "vsnprintf" | "vwarn" | "vwarnx" | "verr" | "verrx" | "vswprintf" | "vwprintf" | "vfwprintf")
+        })
+    })
 }
 
 /// Whether C library function `name` registers a handler run when the program exits.

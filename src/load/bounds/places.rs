@@ -511,6 +511,16 @@ impl Places {
         leaves
     }
 
+    /// Whether `p` may point into an object a write can reach: one that is not a constant
+    /// global (a string literal: natively read-only, a write there faults), or anywhere.
+    pub(super) fn may_point_into_writable(&self, p: llvm::Value) -> bool {
+        self.leaves(p).into_iter().any(|o| match o {
+            Origin::Object(o) => !(llvm::is_a_global_variable(o) && llvm::is_global_constant(o)),
+            Origin::Forged => true,
+            _ => false,
+        })
+    }
+
     /// The objects `p` may point into (those the pass follows).
     pub(super) fn objects_of(&self, p: llvm::Value) -> Vec<llvm::Value> {
         let mut objects: Vec<llvm::Value> = self.leaves(p).into_iter().filter_map(|o| if let Origin::Object(o) = o { Some(o) } else { None }).collect();

@@ -183,7 +183,31 @@ pub fn has_destructors(m: LLVMModuleRef) -> bool {
     has_global_list(m, "llvm.global_dtors")
 }
 
+/// The text of an inline assembly value.
+pub fn inline_asm_text(asm: Value) -> String {
+    let mut len = 0usize;
+    // SAFETY: an inline assembly value; the returned text lives as long as it.
+    let p = unsafe { llvm_sys::core::LLVMGetInlineAsmAsmString(asm, &mut len) };
+    if p.is_null() {
+        return String::new();
+    }
+    String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(p as *const u8, len) }).into_owned()
+}
+
 fn has_global_list(m: LLVMModuleRef, list: &str) -> bool {
+    // Functions placed in the section by hand (`__attribute__((section(".init_array")))` on a
+    // function pointer) run as the list's do.
+    let section = match list {
+        "llvm.global_ctors" => [".init_array", ".preinit_array", ".ctors"].as_slice(),
+        _ => [".fini_array", ".dtors"].as_slice(),
+    };
+    let by_hand = globals(m).into_iter().any(|g| {
+        let s = unsafe { LLVMGetSection(g) };
+        !s.is_null() && section.iter().any(|want| unsafe { std::ffi::CStr::from_ptr(s) }.to_bytes().starts_with(want.as_bytes()))
+    });
+    if by_hand {
+        return true;
+    }
     let name = std::ffi::CString::new(list).expect("no NUL");
     // SAFETY: a valid module; the global and its initializer belong to it.
     let g = unsafe { LLVMGetNamedGlobal(m, name.as_ptr()) };

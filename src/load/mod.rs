@@ -432,7 +432,7 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     // Functions run through pointers to them are not such code: the calls that may run them
     // are sites of their own (see `bounds`).
     let callback_code: std::collections::HashSet<llvm::Value> =
-        llvm::functions(m).into_iter().filter(|&g| !llvm::is_declaration(g) && llvm::address_taken(g)).flat_map(target::reachable_functions).collect();
+        llvm::functions(m).into_iter().filter(|&g| !llvm::is_declaration(g) && target::runs_from_outside(g)).flat_map(target::reachable_functions).collect();
     let marker_elsewhere = llvm::functions(m).into_iter().filter(|&g| g != f && !callback_code.contains(&g)).any(|g| {
         llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| {
             llvm::opcode(i) == llvm_sys::LLVMOpcode::LLVMCall && llvm::value_name(llvm::called_value(i)) == TARGET_MARKER

@@ -92,6 +92,13 @@ fn defined_callees(f: llvm::Value) -> Vec<llvm::Value> {
     out
 }
 
+/// Whether defined function `g` may run without a direct call of the program: its address
+/// is taken (a callback, a handler, a constructor), or it stands in for a function of the C
+/// library under the same name (its own `malloc`, which `strdup` calls).
+pub fn runs_from_outside(g: llvm::Value) -> bool {
+    llvm::address_taken(g) || super::clib::c_library_defines(&llvm::value_name(g)) == Some(true)
+}
+
 /// `f` first, then every function with a body it calls, transitively, in breadth-first order.
 pub fn reachable_functions(f: llvm::Value) -> Vec<llvm::Value> {
     let mut order = vec![f];
@@ -309,7 +316,7 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
             // rule a proof out (see `bounds`), so that a run through them is replayed.
             let callbacks: Vec<llvm::Value> = llvm::functions(m)
                 .into_iter()
-                .filter(|&g| !llvm::is_declaration(g) && llvm::value_name(g) != *callee && llvm::address_taken(g))
+                .filter(|&g| !llvm::is_declaration(g) && llvm::value_name(g) != *callee && runs_from_outside(g))
                 .flat_map(reachable_functions)
                 .filter(|&g| llvm::value_name(g) != *callee && !scope.contains(&g))
                 .collect();

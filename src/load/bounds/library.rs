@@ -47,6 +47,25 @@ pub(super) fn library_writes(name: &str) -> Vec<LibraryWrite> {
         _ => None,
     };
     writes.extend(format.map(|format| LibraryWrite::Count { format }));
+    // Second pointers the table's entry does not name.
+    use LibraryWrite::*;
+    match name {
+        // The obsolete `struct timezone`.
+        "gettimeofday" => writes.push(Fixed { dest: 1, bytes: 8 }),
+        // The sender's address, as long as `*addrlen` says, and `*addrlen`.
+        "recvfrom" => writes.extend([Unbounded { dest: 4 }, Fixed { dest: 5, bytes: 4 }]),
+        // The `mbstate_t`.
+        "mbrtowc" | "mbrlen" | "mbsrtowcs" | "mbsnrtowcs" | "wcrtomb" | "wcsrtombs" | "wcsnrtombs" | "mbrtoc16" | "mbrtoc32" | "c16rtomb" | "c32rtomb" => {
+            let state = match name {
+                "mbrtowc" | "mbrtoc16" | "mbrtoc32" => 3,
+                "mbrlen" | "wcrtomb" | "c16rtomb" | "c32rtomb" => 2,
+                "mbsrtowcs" | "wcsrtombs" => 3,
+                _ => 4,
+            };
+            writes.push(Fixed { dest: state, bytes: 8 });
+        }
+        _ => {}
+    }
     writes
 }
 
@@ -100,6 +119,11 @@ pub(super) fn library_write(name: &str) -> Option<LibraryWrite> {
         "frexp" | "frexpf" | "remquo" => Fixed { dest: if name == "remquo" { 2 } else { 1 }, bytes: 4 },
         "modf" => Fixed { dest: 1, bytes: 8 },
         "nanosleep" => Fixed { dest: 1, bytes: 16 },
+        // `struct tm`, normalised in place.
+        "mktime" | "timegm" | "timelocal" => Fixed { dest: 0, bytes: 56 },
+        "wait" => Fixed { dest: 0, bytes: 4 },
+        // A NUL at each delimiter, wherever the string's end is (an unterminated array: past it).
+        "strtok" => Unbounded { dest: 0 },
         // `jmp_buf`, `sigjmp_buf`: 200 bytes.
         "setjmp" | "_setjmp" | "__setjmp" | "sigsetjmp" | "__sigsetjmp" => Fixed { dest: 0, bytes: 200 },
         "memset" | "memcpy" | "memmove" | "mempcpy" | "strncpy" | "stpncpy" => Bounded { dest: 0, n: 2, times: None },
@@ -136,9 +160,9 @@ pub(super) fn reads_only(name: &str) -> bool {
             | "opendir" | "chmod" | "chown" | "truncate" | "execv" | "execve" | "execvp" | "execl" | "execlp" | "system" | "popen" | "getenv" | "setenv"
             | "unsetenv" | "fflush" | "fclose" | "fseek" | "ftell" | "rewind" | "feof" | "ferror" | "fileno" | "close" | "exit" | "_exit" | "abort"
             | "__assert_fail" | "__assert_perror_fail" | "assert" | "longjmp" | "_longjmp" | "siglongjmp" | "strerror" | "strsignal" | "srand" | "rand"
-            | "sleep" | "usleep" | "isatty" | "getpid" | "raise" | "signal" | "abs" | "labs" | "llabs" | "toupper" | "tolower" | "putenv"
-            | "strtok" | "lseek" | "dup" | "dup2" | "kill" | "alarm" | "atexit" | "clock" | "difftime" | "mktime" | "localtime" | "gmtime" | "ctime"
-            | "asctime" | "fork" | "wait" | "getchar" | "fgetc" | "getc" | "ungetc" | "__stack_chk_fail"
+            | "sleep" | "usleep" | "isatty" | "getpid" | "raise" | "signal" | "abs" | "labs" | "llabs" | "toupper" | "tolower"
+            | "lseek" | "dup" | "dup2" | "kill" | "alarm" | "atexit" | "clock" | "difftime" | "localtime" | "gmtime" | "ctime"
+            | "asctime" | "fork" | "getchar" | "fgetc" | "getc" | "ungetc" | "__stack_chk_fail"
             // Their `%n` writes through the `va_list` of a variadic wrapper, whose calls are
             // clobber sites when given a pointer into an object (`prints_from_a_va_list`).
             | "vprintf" | "vfprintf" | "vdprintf" | "vsyslog" | "vwarn" | "vwarnx" | "verr" | "verrx" | "__vfprintf_chk" | "__vprintf_chk"
@@ -148,7 +172,7 @@ pub(super) fn reads_only(name: &str) -> bool {
 /// Functions of the C library that, given a pointer into an object, return a pointer to
 /// memory of their own (a copy, a stream), never into that object.
 pub(super) fn returns_fresh(name: &str) -> bool {
-    matches!(name, "strdup" | "strndup" | "wcsdup" | "malloc" | "calloc" | "aligned_alloc" | "fopen" | "freopen" | "fdopen" | "popen" | "opendir" | "getenv" | "strerror" | "strsignal" | "localtime" | "gmtime" | "ctime" | "asctime")
+    matches!(name, "strdup" | "strndup" | "wcsdup" | "malloc" | "calloc" | "aligned_alloc" | "fopen" | "freopen" | "fdopen" | "popen" | "opendir" | "strerror" | "strsignal" | "localtime" | "gmtime" | "ctime" | "asctime")
 }
 
 pub(super) fn returns_into(name: &str) -> Option<u32> {
@@ -255,8 +279,11 @@ pub(super) fn print_max_len(format: &[u8]) -> Option<u64> {
             b'u' => integer(20, 10, 5, 3)?,
             b'x' | b'X' => integer(16, 8, 4, 2)?,
             b'o' => integer(22, 11, 6, 3)?,
-            b'c' => 1,
-            b's' => precision?,
+            // A wide character (`%lc`, `%Lc`) prints as up to 4 bytes of UTF-8; a wide
+            // string's length is not its precision in bytes.
+            b'c' if modifier.is_empty() => 1,
+            b'c' => 4,
+            b's' if modifier.is_empty() => precision?,
             b'p' => 18,
             b'n' => 0,
             _ => return None,
@@ -356,9 +383,10 @@ pub(super) fn scan_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
                 _ => return None,
             }),
             b'p' => Some(8),
-            // `%lc`, `%ls`, `%l[`: wide characters, 4 bytes each.
-            b'c' => Some(width.unwrap_or(1) * if modifier == "l" { 4 } else { 1 }),
-            b's' | b'[' => width.map(|w| (w + 1) * if modifier == "l" { 4 } else { 1 }),
+            // `%lc`, `%ls`, `%l[`: wide characters, 4 bytes each (glibc reads `L`, `ll`, `q`,
+            // `j`, `z` and `t` there as `l`).
+            b'c' => Some(width.unwrap_or(1) * if modifier.is_empty() { 1 } else { 4 }),
+            b's' | b'[' => width.map(|w| (w + 1) * if modifier.is_empty() { 1 } else { 4 }),
             _ => return None,
         };
         out.push(size);

@@ -206,10 +206,12 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
     let args = llvm::call_arg_count(c);
     let reaches = (0..args).any(|k| places.may_point_into_writable(llvm::operand(c, k)));
     if callee.is_null() || llvm::is_a_inline_asm(callee) {
-        // Inline assembly: may write anywhere from a pointer it is given.
-        return if reaches { vec![Check::Always] } else { vec![] };
+        // Inline assembly: may write anywhere from a pointer it is given, and call the target
+        // by name.
+        let calls_the_target = writers.call_target.as_deref().is_some_and(|t| !callee.is_null() && llvm::inline_asm_text(callee).contains(t));
+        return if reaches || calls_the_target { vec![Check::Always] } else { vec![] };
     }
-    if writers.callbacks_reach_a_target && runs_a_callback(c) {
+    if writers.callbacks_reach_a_target && (runs_a_callback(c) || (writers.library_runs_a_target && llvm::is_a_function(callee) && llvm::is_declaration(callee) && !llvm::value_name(callee).starts_with("llvm."))) {
         // The callback may enter a target the analysis does not see: a run through this call
         // is replayed, and a proof must show no run gets here.
         return vec![Check::Always];
@@ -221,6 +223,11 @@ fn call_checks_of(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, 
         return if reaches || writers.address_taken { vec![Check::Always] } else { vec![] };
     }
     let name = llvm::value_name(callee);
+    if name == "vfork" {
+        // The child runs in this frame until it execs or exits: what it writes, this run reads
+        // when `vfork` returns the second time.
+        return vec![Check::Always];
+    }
     if writers.call_target.as_deref() == Some(name.as_str()) {
         let before = unsafe { LLVMGetPreviousInstruction(c) };
         return if before.is_null() || llvm::marker_id(before).is_none() { vec![Check::Always] } else { vec![] };
@@ -480,6 +487,12 @@ pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32, call_target: Option<&str>) 
             unsafe { guard(m, s, &tests, id) };
             marked += 1;
         }
+        if writers.start_runs_a_target {
+            let entry = unsafe { LLVMGetEntryBasicBlock(f) };
+            let first = llvm::instructions(entry).into_iter().find(|&i| llvm::opcode(i) != LLVMOpcode::LLVMPHI);
+            llvm::insert_marker_call(m, super::target::TARGET_MARKER, entry, first, id);
+            marked += 1;
+        }
         for block in llvm::blocks(f) {
             let term = unsafe { LLVMGetBasicBlockTerminator(block) };
             let exits = writers.exit_runs_a_target && llvm::opcode(term) == LLVMOpcode::LLVMRet;
@@ -504,6 +517,11 @@ struct Writers {
     /// Such a function may be a destructor: it runs when the program exits (`exit`, a return
     /// from `main`), so those are sites too.
     exit_runs_a_target: bool,
+    /// Or a constructor: it ran before the analysed function starts, whose entry is a site.
+    start_runs_a_target: bool,
+    /// A function of the program that the C library calls under its own name (`malloc`)
+    /// reaches a target: every call of the C library is a site.
+    library_runs_a_target: bool,
     /// The `--call` function: a call of it that no marker precedes was made direct by the
     /// normalisation (through a pointer as written: `fp = reach_error; fp()`), and the native
     /// runs have no marker there.
@@ -540,7 +558,23 @@ fn writers(m: LLVMModuleRef, real_targets: u32, call_target: Option<&str>) -> Wr
             .flat_map(super::target::reachable_functions)
             .any(|g| llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| llvm::marker_id(i).is_some_and(|id| id < real_targets)));
     let exit_runs_a_target = callbacks_reach_a_target && llvm::has_destructors(m);
-    Writers { set, address_taken, callbacks_reach_a_target, exit_runs_a_target, call_target: call_target.map(str::to_string) }
+    let start_runs_a_target = callbacks_reach_a_target && llvm::has_constructors(m);
+    // A function of the program that stands in for one of the C library (its own `malloc`),
+    // which the C library's functions call (`strdup`), reaching a target.
+    let library_runs_a_target = llvm::functions(m)
+        .into_iter()
+        .filter(|&g| !llvm::is_declaration(g) && super::clib::c_library_defines(&llvm::value_name(g)) == Some(true))
+        .flat_map(super::target::reachable_functions)
+        .any(|g| llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| llvm::marker_id(i).is_some_and(|id| id < real_targets)));
+    Writers {
+        set,
+        address_taken,
+        callbacks_reach_a_target: callbacks_reach_a_target || library_runs_a_target,
+        exit_runs_a_target,
+        start_runs_a_target,
+        library_runs_a_target,
+        call_target: call_target.map(str::to_string),
+    }
 }
 
 /// Whether call `c` may run a function of the program through a pointer: a call through a
@@ -576,6 +610,10 @@ fn writes_unlisted(name: &str) -> bool {
             "experimental.noalias.scope.decl", "annotation", "var.annotation", "ptr.annotation", "frameaddress", "returnaddress", "trap", "debugtrap",
         ];
         return !HARMLESS.iter().any(|h| intrinsic.starts_with(h));
+    }
+    // The compiler's runtime for atomics on objects of odd sizes (libatomic's `__atomic_store`).
+    if name.starts_with("__atomic_") || name.starts_with("__sync_") {
+        return true;
     }
     library_writes(name).is_empty() && !reads_only(name) && super::clib::c_library_defines(name) != Some(false)
 }

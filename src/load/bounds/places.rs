@@ -298,8 +298,9 @@ impl Places {
                 // A function of the C library not known to return into an argument nor fresh
                 // memory (`bsearch`, `strtok`, `dirname`) given a pointer into an object: it
                 // may return a pointer into it, at an offset the pass cannot compute.
-                let given = (0..args).any(|k| matches!(self.get(llvm::operand(call, k)), Origin::Object(_) | Origin::Several | Origin::Forged));
-                let library = !name.starts_with("llvm.") && super::super::clib::c_library_defines(&name) != Some(false);
+                // So does an intrinsic (`llvm.ptr.annotation` returns its argument).
+                let given = (0..args).any(|k| self.may_point_into_writable(llvm::operand(call, k)));
+                let library = name.starts_with("llvm.") || super::super::clib::c_library_defines(&name) != Some(false);
                 return if given && library && !super::library::returns_fresh(&name) { Origin::Forged } else { Origin::Unknown };
             };
             return match self.get(llvm::operand(call, k)) {
@@ -354,7 +355,7 @@ impl Places {
             // The frame's own addresses (`__builtin_frame_address`), a pointer with its low
             // bits masked (`__builtin_align_down`): anywhere near an object.
             LLVMOpcode::LLVMCall
-                if llvm::called_function_name(v).is_some_and(|n| ["llvm.frameaddress", "llvm.returnaddress", "llvm.addressofreturnaddress", "llvm.stacksave", "llvm.sponentry", "llvm.ptrmask"].iter().any(|p| n.starts_with(p))) =>
+                if llvm::called_function_name(v).is_some_and(|n| ["llvm.frameaddress", "llvm.returnaddress", "llvm.addressofreturnaddress", "llvm.stacksave", "llvm.sponentry", "llvm.ptrmask", "llvm.eh.dwarf.cfa"].iter().any(|p| n.starts_with(p))) =>
             {
                 Origin::Forged
             }

@@ -647,3 +647,37 @@ fn targets_run_at_exit_or_called_through_a_pointer_rule_a_proof_out() {
     let twin = "int g; __attribute__((destructor)) static void fini(void) { g = 0; } int f(int a, int b) { g = a; if (a == 2 && a == 3) reach_error(); return 0; }";
     assert_unreachable(&reach("destructor_without_the_target", twin, "f"));
 }
+
+#[test]
+fn second_pointers_of_library_calls_and_library_functions_that_write_in_place() {
+    // `gettimeofday`'s timezone, `mktime`'s `struct tm` normalised in place, `wait`'s status.
+    let timezone = "#include <sys/time.h>\nint f(int a, int b) { int flag = 7; int x[1]; struct timeval tv; gettimeofday(&tv, (void *)&x[b]); if (flag != 7) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("gettimeofday_timezone", timezone, "f"));
+    let mktime = "#include <string.h>\n#include <time.h>\nint f(int a, int b) { long flag = 0x7f7f7f7f; int x[10]; memset(x, 0, sizeof x); x[5] = 100; x[3] = 1; x[8] = -1; if (a) mktime((struct tm *)x); if (flag != 0x7f7f7f7f) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("mktime_normalises_in_place", mktime, "f"));
+    // libatomic's `__atomic_store` of an odd-sized object.
+    let atomic = "struct T { int v[5]; }; int f(int a, int b) { int flag = 0; struct T x[1]; struct T v = {{1, 1, 1, 1, 1}}; __atomic_store(&x[b], &v, 5); if (flag) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("libatomic_store", atomic, "f"));
+    // A store through the frame's DWARF CFA.
+    let cfa = "int f(int a, int b) { int flag = 0; char *cfa = __builtin_dwarf_cfa(); *(int *)(cfa + b) = 1; if (flag) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("store_through_the_dwarf_cfa", cfa, "f"));
+    // Twin: `gettimeofday` with no timezone.
+    let twin = "#include <sys/time.h>\nint f(int a, int b) { int flag = 7; struct timeval tv; gettimeofday(&tv, 0); if (flag != 7) reach_error(); return (int)tv.tv_sec + a; }";
+    assert_unreachable(&reach("gettimeofday_without_timezone", twin, "f"));
+}
+
+#[test]
+fn code_the_c_library_or_the_start_runs_may_reach_the_target() {
+    // A constructor calls the target before `f` runs.
+    let ctor = "int armed = 1; __attribute__((constructor)) static void init(void) { if (armed == 1) reach_error(); } int f(int a, int b) { if (a == 2 && a == 3) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("target_in_a_constructor", ctor, "f"));
+    // Inline assembly calls the target by name.
+    let asm = "int f(int a, int b) { if (a == 2 && a == 3) reach_error(); if (a == 5) __asm__ volatile(\"call reach_error\" ::: \"memory\", \"rax\", \"rcx\", \"rdx\", \"rsi\", \"rdi\", \"r8\", \"r9\", \"r10\", \"r11\"); return 0; }";
+    assert_not_unreachable(&reach("inline_assembly_calls_the_target", asm, "f"));
+    // A `vfork` child writes a local of the parent's frame.
+    let vfork = "#include <unistd.h>\nint f(int a, int b) { int flag = 0; pid_t p = vfork(); if (p == 0) { flag = a; _exit(0); } if (flag == 1) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("vfork_child_writes_a_local", vfork, "f"));
+    // Twin: a constructor that does not call it.
+    let twin = "int armed = 1; __attribute__((constructor)) static void init(void) { armed = 2; } int f(int a, int b) { if (a == 2 && a == 3) reach_error(); return 0; }";
+    assert_unreachable(&reach("constructor_without_the_target", twin, "f"));
+}

@@ -63,6 +63,15 @@ pub(super) fn library_writes(name: &str) -> Vec<LibraryWrite> {
                 _ => 4,
             };
             writes.push(Fixed { dest: state, bytes: 8 });
+            // The character or characters, where the table's entry has none.
+            writes.extend(match name {
+                "mbrtoc32" => Some(Fixed { dest: 0, bytes: 4 }),
+                "mbrtoc16" => Some(Fixed { dest: 0, bytes: 2 }),
+                "c16rtomb" | "c32rtomb" => Some(Fixed { dest: 0, bytes: 16 }),
+                "mbsnrtowcs" => Some(Wide { dest: 0, n: 3 }),
+                "wcsnrtombs" => Some(Bounded { dest: 0, n: 3, times: None }),
+                _ => None,
+            });
         }
         _ => {}
     }

@@ -630,6 +630,9 @@ fn pointers_into_locals_stored_where_loads_are_not_followed_may_come_back() {
     assert_not_unreachable(&reach("pointer_kept_across_realloc", realloc, "f"));
     let aggregate = "struct S { int n; int *p; }; static inline __attribute__((always_inline)) struct S mk(int *x) { struct S s = { 2, x }; return s; } int f(int a, int b) { int flag = 0; int x[2]; struct S s = mk(x); s.p[b] = a; if (flag) reach_error(); return 0; }";
     assert_not_unreachable(&reach("pointer_in_a_struct_returned_by_value", aggregate, "f"));
+    // `memset` through a pointer into one of two arrays kept in a local (forged).
+    let library = "#include <string.h>\nint f(int a, int b) { int flag = 0; int x[2] = {0, 0}; int y[2] = {0, 0}; int *p = a ? x : y; int *s[1]; s[0] = p; memset(s[0], 1, 8 + 4 * (b & 3)); if (flag) reach_error(); return x[0] + y[0]; }";
+    assert_not_unreachable(&reach("memset_through_a_forged_pointer", library, "f"));
     // Twin: the pointer two levels deep only read.
     let twin = "int f(int a, int b) { int flag = 0; int x[2] = {a, b}; int ***h = malloc(8); *h = malloc(8); **h = x; int v = (**h)[0]; if (flag) reach_error(); return v; }";
     assert_unreachable(&reach("pointer_two_heap_levels_deep_only_read", twin, "f"));

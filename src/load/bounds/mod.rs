@@ -357,6 +357,10 @@ enum Length {
 /// The check of a write of `len` bytes at `dest` (`None`: `dest` is not followed to an object,
 /// or the write fits).
 fn span_check(td: llvm_sys::target::LLVMTargetDataRef, places: &mut Places, dest: llvm::Value, len: Length) -> Option<Check> {
+    if places.get(dest) == Origin::Forged && !matches!(len, Length::Constant(0)) {
+        // Anywhere, a neighbour of any object included (as a store through it).
+        return Some(Check::Always);
+    }
     let (object, offset) = match places.offset(dest) {
         Some((object, offset)) => (Ok(object), offset),
         None => places.offset_and_size(dest).map(|(offset, size)| (Err(size), offset))?,

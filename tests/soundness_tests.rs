@@ -684,3 +684,16 @@ fn code_the_c_library_or_the_start_runs_may_reach_the_target() {
     let twin = "int armed = 1; __attribute__((constructor)) static void init(void) { armed = 2; } int f(int a, int b) { if (a == 2 && a == 3) reach_error(); return 0; }";
     assert_unreachable(&reach("constructor_without_the_target", twin, "f"));
 }
+
+#[test]
+fn reads_past_an_array_of_function_pointers_and_formats_by_the_byte() {
+    // A read past `fp` gets its neighbour `g`, a pointer to the target, which is then called.
+    let table = "static void n1(void) {} static void n2(void) {} int f(int a, int b) { void (*g)(void) = reach_error; void (*fp[2])(void) = {n1, n2}; if (a >= 0 && a < 3) fp[a](); if (b > 100 && b < 50) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("call_through_a_read_past_a_table", table, "f"));
+    // `%lc` prints up to 6 bytes in a UTF-8 locale.
+    let wide = "#include <locale.h>\n#include <wchar.h>\nint f(int a, int b) { setlocale(LC_ALL, \"C.UTF-8\"); int flag = 0; char s[5]; sprintf(s, \"%lc\", (wint_t)a); if (flag) reach_error(); return s[0]; }";
+    assert_not_unreachable(&reach("wide_character_printed_in_six_bytes", wide, "f"));
+    // Twin: a table of functions that are not the target, called in bounds.
+    let twin = "static int n1(void) { return 1; } static int n2(void) { return 2; } int f(int a, int b) { int (*fp[2])(void) = {n1, n2}; int r = fp[a & 1](); if (a == 2 && a == 3) reach_error(); return r; }";
+    assert_unreachable(&reach("table_of_other_functions", twin, "f"));
+}

@@ -393,16 +393,19 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     }
     let pure_signatures = pure_signatures(&module, &options.pure_functions)?;
     keep.extend(options.pure_functions.iter().map(String::as_str));
+    // Before the normalisation, which promotes function pointers kept in locals and so forgets
+    // that their functions' addresses were taken (a read past an array of function pointers
+    // natively reaches its neighbour, `g = reach_error`).
+    let outside = bounds::Outside::of(m, match spec {
+        TargetSpec::Call(callee) => Some(callee.as_str()),
+        _ => None,
+    });
     normalize::normalize(&ctx, &module, &keep)?;
     info!("normalised with '{}'", normalize::PIPELINE);
     // Stores that may leave their object: pseudo-targets as well (see `bounds`), with the cut
     // sites' id. After normalisation: a helper's stores into its caller's array, a `malloc`
     // block and a pointer to a local are then addressed from their object directly.
-    let call_target = match spec {
-        TargetSpec::Call(callee) => Some(callee.as_str()),
-        _ => None,
-    };
-    let clobber_sites = bounds::mark_clobber_sites(m, resolved.len() as u32, call_target);
+    let clobber_sites = bounds::mark_clobber_sites(m, resolved.len() as u32, &outside);
     if clobber_sites > 0 {
         info!(clobber_sites, "stores that may leave their object marked");
     }

@@ -47,13 +47,19 @@ pub(super) fn library_writes(name: &str) -> Vec<LibraryWrite> {
         _ => None,
     };
     writes.extend(format.map(|format| LibraryWrite::Count { format }));
-    // Second pointers the table's entry does not name.
+    // Second pointers the table's entry does not name (the fortified variants' arguments
+    // where they differ: `__recvfrom_chk` takes the buffer's size before the flags).
     use LibraryWrite::*;
+    if name == "__recvfrom_chk" {
+        writes.extend([Unbounded { dest: 5 }, Fixed { dest: 6, bytes: 4 }]);
+    }
+    let fortified = name.starts_with("__") && name.ends_with("_chk");
+    let name = name.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(name);
     match name {
         // The obsolete `struct timezone`.
         "gettimeofday" => writes.push(Fixed { dest: 1, bytes: 8 }),
         // The sender's address, as long as `*addrlen` says, and `*addrlen`.
-        "recvfrom" => writes.extend([Unbounded { dest: 4 }, Fixed { dest: 5, bytes: 4 }]),
+        "recvfrom" if !fortified => writes.extend([Unbounded { dest: 4 }, Fixed { dest: 5, bytes: 4 }]),
         // The `mbstate_t`.
         "mbrtowc" | "mbrlen" | "mbsrtowcs" | "mbsnrtowcs" | "wcrtomb" | "wcsrtombs" | "wcsnrtombs" | "mbrtoc16" | "mbrtoc32" | "c16rtomb" | "c32rtomb" => {
             let state = match name {
@@ -288,10 +294,10 @@ pub(super) fn print_max_len(format: &[u8]) -> Option<u64> {
             b'u' => integer(20, 10, 5, 3)?,
             b'x' | b'X' => integer(16, 8, 4, 2)?,
             b'o' => integer(22, 11, 6, 3)?,
-            // A wide character (`%lc`, `%Lc`) prints as up to 4 bytes of UTF-8; a wide
-            // string's length is not its precision in bytes.
+            // A wide character (`%lc`, `%Lc`) prints as up to 6 bytes (glibc's UTF-8 encodes
+            // values up to 0x7fffffff); a wide string's length is not its precision in bytes.
             b'c' if modifier.is_empty() => 1,
-            b'c' => 4,
+            b'c' => 6,
             b's' if modifier.is_empty() => precision?,
             b'p' => 18,
             b'n' => 0,
@@ -385,6 +391,9 @@ pub(super) fn scan_sizes(format: &[u8]) -> Option<Vec<Option<u64>>> {
                 "l" | "ll" | "j" | "z" | "t" | "q" | "L" => 8,
                 _ => return None,
             }),
+            // Before C99 (`-std=gnu89`, plain `scanf`), glibc reads `%as`, `%aS` and `%a[` as
+            // "allocate": an 8-byte pointer.
+            b'a' if modifier.is_empty() => Some(8),
             b'f' | b'e' | b'g' | b'E' | b'a' | b'G' | b'F' | b'A' => Some(match modifier.as_str() {
                 "" => 4,
                 "l" => 8,

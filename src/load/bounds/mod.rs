@@ -460,9 +460,9 @@ mod tests {
 
 /// Marks every store of the module's defined functions that may leave its object (see the
 /// module's documentation) with a branch to a target marker numbered `id`. Returns how many.
-pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32, call_target: Option<&str>) -> usize {
+pub fn mark_clobber_sites(m: LLVMModuleRef, id: u32, outside: &Outside) -> usize {
     let td = llvm::module_target_data(m);
-    let writers = writers(m, id, call_target);
+    let writers = writers(m, id, outside);
     let mut marked = 0;
     for f in llvm::functions(m) {
         if llvm::is_declaration(f) || llvm::value_name(f) == super::target::TARGET_MARKER {
@@ -549,16 +549,38 @@ fn runs_callbacks(name: &str) -> bool {
 /// The defined functions that may write memory: a store, an atomic, a memory intrinsic, a call
 /// of a C library writer, of a function through a pointer, of inline assembly, of a library
 /// function given one of these (a callback), or of another of these.
-fn writers(m: LLVMModuleRef, real_targets: u32, call_target: Option<&str>) -> Writers {
+/// What may run without a direct call of the program, found before the normalisation (which
+/// promotes function pointers kept in locals, and with them the sign that an address was
+/// taken): the functions run through pointers and those they call, by name, and whether the
+/// `--call` function's own address is taken.
+pub struct Outside {
+    call_target: Option<String>,
+    functions: std::collections::HashSet<String>,
+    target_address_taken: bool,
+}
+
+impl Outside {
+    pub fn of(m: LLVMModuleRef, call_target: Option<&str>) -> Outside {
+        let functions = llvm::functions(m)
+            .into_iter()
+            .filter(|&g| !llvm::is_declaration(g) && super::target::runs_from_outside(g))
+            .flat_map(super::target::reachable_functions)
+            .map(llvm::value_name)
+            .collect();
+        let target_address_taken = call_target.and_then(|name| llvm::function_named(m, name)).is_some_and(llvm::address_taken);
+        Outside { call_target: call_target.map(str::to_string), functions, target_address_taken }
+    }
+}
+
+fn writers(m: LLVMModuleRef, real_targets: u32, outside: &Outside) -> Writers {
     let set = writer_set(m);
     let address_taken = set.iter().any(|&f| llvm::address_taken(f));
     // The `--call` function itself called through a pointer (`fp = reach_error; fp()`) is a
     // call of it that no marker precedes.
-    let target_through_a_pointer = call_target.and_then(|name| llvm::function_named(m, name)).is_some_and(llvm::address_taken);
-    let callbacks_reach_a_target = target_through_a_pointer
+    let callbacks_reach_a_target = outside.target_address_taken
         || llvm::functions(m)
             .into_iter()
-            .filter(|&g| !llvm::is_declaration(g) && llvm::address_taken(g))
+            .filter(|&g| !llvm::is_declaration(g) && (llvm::address_taken(g) || outside.functions.contains(&llvm::value_name(g))))
             .flat_map(super::target::reachable_functions)
             .any(|g| llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| llvm::marker_id(i).is_some_and(|id| id < real_targets)));
     let exit_runs_a_target = callbacks_reach_a_target && llvm::has_destructors(m);
@@ -577,7 +599,7 @@ fn writers(m: LLVMModuleRef, real_targets: u32, call_target: Option<&str>) -> Wr
         exit_runs_a_target,
         start_runs_a_target,
         library_runs_a_target,
-        call_target: call_target.map(str::to_string),
+        call_target: outside.call_target.clone(),
     }
 }
 

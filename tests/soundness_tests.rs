@@ -697,3 +697,13 @@ fn reads_past_an_array_of_function_pointers_and_formats_by_the_byte() {
     let twin = "static int n1(void) { return 1; } static int n2(void) { return 2; } int f(int a, int b) { int (*fp[2])(void) = {n1, n2}; int r = fp[a & 1](); if (a == 2 && a == 3) reach_error(); return r; }";
     assert_unreachable(&reach("table_of_other_functions", twin, "f"));
 }
+
+#[test]
+fn heap_blocks_kept_in_heap_blocks_may_overflow_onto_the_next() {
+    // `gs->buf` (a block kept in a block reached from a global) written past, onto `q`.
+    let kept = "struct B { int *buf; int n; }; struct B *gs; int f(int a, int b) { gs = malloc(sizeof *gs); gs->buf = malloc(8); int *q = malloc(8); q[0] = q[1] = 0; gs->buf[b] = a; if (q[0] || q[1]) reach_error(); return 0; }";
+    assert_not_unreachable(&reach("heap_block_kept_in_a_heap_block", kept, "f"));
+    // Twin: a list built and walked, its nodes written at their fields.
+    let list = "struct N { int v; struct N *next; }; int f(int a, int b) { struct N *h = 0; for (int i = 0; i < a && i < 10; i++) { struct N *x = malloc(sizeof *x); x->v = 1; x->next = h; h = x; } for (struct N *p = h; p; p = p->next) p->v = 2; int flag = 0; if (flag) reach_error(); return 0; }";
+    assert_unreachable(&reach("list_built_and_walked", list, "f"));
+}

@@ -193,11 +193,15 @@ impl Places {
         places.slots = Some(Slots::new(td, f, &|v| places.get(v)));
         places.origin.clear();
         places.settle(&pointers);
-        // A third time when a pointer into a local or a global went where loads are not
-        // followed: every pointer loaded from there may be it.
+        // A third time: with the writes through loaded pointers attributed to the objects they
+        // point into (`gs->buf = malloc(8)`, `gs` loaded: a pointer stored into that block),
+        // and when a pointer into a local or a global went where loads are not followed,
+        // every pointer loaded from there forged (it may be that one).
         let (out_of_view, anywhere) = places.frame_pointers_stored(f);
-        if out_of_view || anywhere {
-            (places.frame_pointers_out_of_view, places.frame_pointers_in_aggregates) = (out_of_view, anywhere);
+        (places.frame_pointers_out_of_view, places.frame_pointers_in_aggregates) = (out_of_view, anywhere);
+        let slots = Slots::new(td, f, &|v| places.get(v));
+        if slots.writes() != places.slots.as_ref().map_or(0, Slots::writes) || out_of_view || anywhere {
+            places.slots = Some(slots);
             places.origin.clear();
             places.settle(&pointers);
         }

@@ -94,6 +94,11 @@ impl Slots {
         Slots { locals }
     }
 
+    /// How many writes are attributed to locals.
+    pub(super) fn writes(&self) -> usize {
+        self.locals.values().map(|l| l.writes.len()).sum()
+    }
+
     /// Whether the function's writes into `local` are all the writes into it (see [`Local`]).
     pub(super) fn in_view(&self, local: llvm::Value) -> bool {
         self.locals.get(&local).is_some_and(|l| l.in_view)

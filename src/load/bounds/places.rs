@@ -208,11 +208,12 @@ impl Places {
         places
     }
 
-    /// Whether `v` may point into a local or a global (an object the run's stack or data
-    /// holds, whose neighbours are other locals and globals), or anywhere (forged).
+    /// Whether `v` may point into a local or a writable global (an object the run's stack or
+    /// data holds, whose neighbours are other locals and globals), or anywhere (forged). Not a
+    /// string literal: a write through a pointer into it faults.
     fn may_point_into_frame_or_globals(&self, v: llvm::Value) -> bool {
         self.leaves(v).into_iter().any(|o| match o {
-            Origin::Object(o) => llvm::is_a_global_variable(o) || unsafe { !LLVMIsAAllocaInst(o).is_null() },
+            Origin::Object(o) => (llvm::is_a_global_variable(o) && !llvm::is_global_constant(o)) || unsafe { !LLVMIsAAllocaInst(o).is_null() },
             Origin::Forged => true,
             _ => false,
         })

@@ -32,6 +32,11 @@ pub(super) enum LibraryWrite {
 
 /// Every way a function of the C library writes through its pointer arguments: the table's
 /// entry, and a `printf`'s `%n` conversions.
+/// The name of a fortified variant's plain function (`__memcpy_chk`: `memcpy`).
+pub(super) fn unfortified(name: &str) -> &str {
+    name.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(name)
+}
+
 pub(super) fn library_writes(name: &str) -> Vec<LibraryWrite> {
     let mut writes: Vec<LibraryWrite> = library_write(name).into_iter().collect();
     // The fortified variants take a flag (and, for the buffer ones, a length and an object
@@ -54,7 +59,7 @@ pub(super) fn library_writes(name: &str) -> Vec<LibraryWrite> {
         writes.extend([Unbounded { dest: 5 }, Fixed { dest: 6, bytes: 4 }]);
     }
     let fortified = name.starts_with("__") && name.ends_with("_chk");
-    let name = name.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(name);
+    let name = unfortified(name);
     match name {
         // The obsolete `struct timezone`.
         "gettimeofday" => writes.push(Fixed { dest: 1, bytes: 8 }),
@@ -99,7 +104,7 @@ pub(super) fn library_write(name: &str) -> Option<LibraryWrite> {
         "__read_chk" => return Some(Bounded { dest: 1, n: 2, times: None }),
         _ => {}
     }
-    let name = name.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(name);
+    let name = unfortified(name);
     Some(match name {
         "memccpy" => Bounded { dest: 0, n: 3, times: None },
         "swab" => Bounded { dest: 1, n: 2, times: None },
@@ -191,7 +196,7 @@ pub(super) fn returns_fresh(name: &str) -> bool {
 }
 
 pub(super) fn returns_into(name: &str) -> Option<u32> {
-    let name = name.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(name);
+    let name = unfortified(name);
     Some(match name {
         "strchr" | "strrchr" | "strchrnul" | "strstr" | "strcasestr" | "strpbrk" | "memchr" | "memrchr" | "rawmemchr" | "index" | "rindex" => 0,
         "strcpy" | "strncpy" | "strcat" | "strncat" | "stpcpy" | "stpncpy" | "memcpy" | "memmove" | "memset" | "mempcpy" | "fgets" | "gets" => 0,

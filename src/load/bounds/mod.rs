@@ -577,21 +577,13 @@ fn writers(m: LLVMModuleRef, real_targets: u32, outside: &Outside) -> Writers {
     let address_taken = set.iter().any(|&f| llvm::address_taken(f));
     // The `--call` function itself called through a pointer (`fp = reach_error; fp()`) is a
     // call of it that no marker precedes.
-    let callbacks_reach_a_target = outside.target_address_taken
-        || llvm::functions(m)
-            .into_iter()
-            .filter(|&g| !llvm::is_declaration(g) && (llvm::address_taken(g) || outside.functions.contains(&llvm::value_name(g))))
-            .flat_map(super::target::reachable_functions)
-            .any(|g| llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| llvm::marker_id(i).is_some_and(|id| id < real_targets)));
+    let callbacks_reach_a_target =
+        outside.target_address_taken || reached_from(m, real_targets, |g| llvm::address_taken(g) || outside.functions.contains(&llvm::value_name(g)));
     let exit_runs_a_target = callbacks_reach_a_target && llvm::has_destructors(m);
     let start_runs_a_target = callbacks_reach_a_target && llvm::has_constructors(m);
     // A function of the program that stands in for one of the C library (its own `malloc`),
     // which the C library's functions call (`strdup`), reaching a target.
-    let library_runs_a_target = llvm::functions(m)
-        .into_iter()
-        .filter(|&g| !llvm::is_declaration(g) && super::clib::c_library_defines(&llvm::value_name(g)) == Some(true))
-        .flat_map(super::target::reachable_functions)
-        .any(|g| llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| llvm::marker_id(i).is_some_and(|id| id < real_targets)));
+    let library_runs_a_target = reached_from(m, real_targets, |g| super::clib::c_library_defines(&llvm::value_name(g)) == Some(true));
     Writers {
         set,
         address_taken,
@@ -601,6 +593,16 @@ fn writers(m: LLVMModuleRef, real_targets: u32, outside: &Outside) -> Writers {
         library_runs_a_target,
         call_target: outside.call_target.clone(),
     }
+}
+
+/// Whether a real target (a marker numbered below `real_targets`) is in a defined function
+/// that `root` picks, or in one such a function calls.
+fn reached_from(m: LLVMModuleRef, real_targets: u32, root: impl Fn(llvm::Value) -> bool) -> bool {
+    llvm::functions(m)
+        .into_iter()
+        .filter(|&g| !llvm::is_declaration(g) && root(g))
+        .flat_map(super::target::reachable_functions)
+        .any(|g| llvm::blocks(g).into_iter().flat_map(llvm::instructions).any(|i| llvm::marker_id(i).is_some_and(|id| id < real_targets)))
 }
 
 /// Whether call `c` may run a function of the program through a pointer: a call through a
@@ -655,8 +657,7 @@ fn library_may_write(name: &str) -> bool {
 fn prints_from_a_va_list(f: llvm::Value) -> bool {
     llvm::blocks(f).into_iter().flat_map(llvm::instructions).any(|i| {
         llvm::called_function_name(i).is_some_and(|n| {
-            let n = n.strip_prefix("__").and_then(|n| n.strip_suffix("_chk")).unwrap_or(&n).to_string();
-            matches!(n.as_str(), "vprintf" | "vfprintf" | "vdprintf" | "vsyslog" | "vasprintf" | "vsprintf" | "vsnprintf" | "vwarn" | "vwarnx" | "verr" | "verrx" | "vswprintf" | "vwprintf" | "vfwprintf")
+            matches!(library::unfortified(&n), "vprintf" | "vfprintf" | "vdprintf" | "vsyslog" | "vasprintf" | "vsprintf" | "vsnprintf" | "vwarn" | "vwarnx" | "verr" | "verrx" | "vswprintf" | "vwprintf" | "vfwprintf")
         })
     })
 }

@@ -707,3 +707,15 @@ fn heap_blocks_kept_in_heap_blocks_may_overflow_onto_the_next() {
     let list = "struct N { int v; struct N *next; }; int f(int a, int b) { struct N *h = 0; for (int i = 0; i < a && i < 10; i++) { struct N *x = malloc(sizeof *x); x->v = 1; x->next = h; h = x; } for (struct N *p = h; p; p = p->next) p->v = 2; int flag = 0; if (flag) reach_error(); return 0; }";
     assert_unreachable(&reach("list_built_and_walked", list, "f"));
 }
+
+/// String literals are `unnamed_addr` constants: the linker may fold one into the tail of a
+/// longer one (GNU ld does: `"llo" == "hello" + 2` natively), so pointers into two of them are
+/// not known to differ. A literal and a local array never overlap.
+#[test]
+fn string_literals_may_share_addresses() {
+    let src = "int f(int x) {\n    const char *a = \"hello\";\n    const char *b = \"llo\";\n    if (a + 2 == b) reach_error();\n    return x;\n}";
+    let args = ["--function", "f", "--call", "reach_error", "--timeout", "3"];
+    assert_not_unreachable(&analyse("literal_tail", &format!("{HEADER}{src}"), &args));
+    let twin = src.replace("const char *b = \"llo\";", "char b[4] = \"llo\";");
+    assert_unreachable(&reach("literal_tail_twin", &twin, "f"));
+}

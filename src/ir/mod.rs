@@ -466,6 +466,10 @@ pub struct Global {
     /// and `init == None` means the whole content is unknown (external or too large).
     pub init: Option<Vec<Option<u8>>>,
     pub is_constant: bool,
+    /// A constant whose address is not significant (`unnamed_addr`, as clang marks string
+    /// literals): the linker may fold it into an equal constant or the tail of a longer string
+    /// (`"llo" == "hello" + 2` natively), so it may share addresses with another such global.
+    pub may_share_address: bool,
 }
 
 /// What the analysis works on: the normalised `--function` with its targets marked, and the

@@ -163,6 +163,11 @@ pub fn is_global_constant(g: Value) -> bool {
     unsafe { LLVMIsGlobalConstant(g) != 0 }
 }
 
+/// Whether a global's address is marked insignificant (`unnamed_addr`, global or local).
+pub fn has_unnamed_addr(g: Value) -> bool {
+    unsafe { LLVMGetUnnamedAddress(g) != llvm_sys::LLVMUnnamedAddr::LLVMNoUnnamedAddr }
+}
+
 pub fn const_expr_opcode(v: Value) -> LLVMOpcode {
     unsafe { LLVMGetConstOpcode(v) }
 }

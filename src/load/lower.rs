@@ -95,6 +95,7 @@ impl Lowerer {
             size,
             init,
             is_constant,
+            may_share_address: is_constant && llvm::has_unnamed_addr(g),
         });
         self.global_ids.insert(g as usize, id);
         id

@@ -309,7 +309,8 @@ impl<'p> Executor<'p> {
     /// `icmp` on integers, or on pointers by their addresses. Two pointers into one object
     /// are equal exactly when their offsets are; pointers into different objects differ while
     /// both are strictly inside their objects, but a one-past-the-end pointer may equal the next
-    /// object's start, so outside that the (unknown) addresses decide.
+    /// object's start, so outside that the (unknown) addresses decide. Two constants the linker
+    /// may merge (string literals) may overlap anywhere: their addresses decide.
     fn compare(&mut self, pred: IntPredicate, a: SymVal, b: SymVal) -> ExprId {
         use IntPredicate::*;
         if let (SymVal::Int(x), SymVal::Int(y)) = (&a, &b) {
@@ -326,7 +327,11 @@ impl<'p> Executor<'p> {
         let by_address = self.pool.cmp(pred, x, y);
         match (&a, &b) {
             (SymVal::Ptr { obj: o1, offset: x }, SymVal::Ptr { obj: o2, offset: y }) if o1 != o2 && matches!(pred, Eq | Ne) => {
-                let (Some(s1), Some(s2)) = (self.inputs.object(*o1).size, self.inputs.object(*o2).size) else {
+                let (i1, i2) = (self.inputs.object(*o1), self.inputs.object(*o2));
+                if i1.may_share_address && i2.may_share_address {
+                    return by_address;
+                }
+                let (Some(s1), Some(s2)) = (i1.size, i2.size) else {
                     return by_address;
                 };
                 let (s1, s2) = (self.pool.bv(64, s1), self.pool.bv(64, s2));

@@ -40,6 +40,8 @@ pub struct ObjectInfo {
     pub initial: ExprId,
     /// Whether the object can never change (a constant global).
     pub constant: bool,
+    /// Whether the object may overlap another one marked so (see [`Global::may_share_address`]).
+    pub may_share_address: bool,
 }
 
 /// The value of an SSA register.
@@ -120,7 +122,7 @@ impl Inputs {
     fn add_object(&mut self, name: String, kind: ObjectKind, size: Option<u64>, initial: ExprId, constant: bool) -> ObjectId {
         debug_assert!(!self.objects.iter().any(|o| o.name == name), "object names are unique");
         let id = ObjectId(self.objects.len() as u32);
-        self.objects.push(ObjectInfo { id, name, kind, size, initial, constant });
+        self.objects.push(ObjectInfo { id, name, kind, size, initial, constant, may_share_address: false });
         id
     }
 
@@ -189,6 +191,7 @@ impl Inputs {
             None => pool.symbol(&name, Sort::MEMORY, SymbolKind::Input),
         };
         let id = self.add_object(name, ObjectKind::Global(g.id), Some(g.size), initial, g.is_constant);
+        self.objects[id.0 as usize].may_share_address = g.may_share_address;
         self.global_objects.insert(g.id, id);
         // Whatever external code runs may read or write a global.
         self.escaped.insert(id);

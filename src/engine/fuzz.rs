@@ -32,7 +32,7 @@ const LATER_NICE: libc::c_int = 10;
 
 pub struct FuzzEngine {
     /// The fuzzing executable, built on its own thread since load time.
-    pub build: JoinHandle<crate::error::Result<Fuzzer>>,
+    pub build: Option<JoinHandle<crate::error::Result<Fuzzer>>>,
     /// The build thread's id (0 until it has started): lowered while the APC's quick check
     /// runs (see [`set_build_priority`]).
     pub build_tid: std::sync::Arc<std::sync::atomic::AtomicI32>,
@@ -43,6 +43,16 @@ pub struct FuzzEngine {
     pub alone: bool,
     /// The build's helper processes (the link), killed once the race no longer needs it.
     pub abandon: std::sync::Arc<crate::cleanup::Abandon>,
+    /// Set when the build may start (see [`BUILD_HOLD`]); from the start when alone.
+    pub may_start: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// An engine dropped without racing (the analysis ended before its race) leaves no build
+/// behind: a build still held never starts, one under way loses its helpers.
+impl Drop for FuzzEngine {
+    fn drop(&mut self) {
+        self.abandon.abandon();
+    }
 }
 
 impl FuzzEngine {
@@ -57,7 +67,16 @@ impl FuzzEngine {
         let tid = build_tid.clone();
         let abandon = std::sync::Arc::new(crate::cleanup::Abandon::default());
         let token = abandon.clone();
+        let may_start = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(alone));
+        let start_now = may_start.clone();
         let build = std::thread::spawn(move || {
+            // Held until the race lets it start (see `BUILD_HOLD`), or abandoned meanwhile.
+            while !start_now.load(std::sync::atomic::Ordering::SeqCst) {
+                if token.is_abandoned() {
+                    return Err(crate::error::Error::internal("the fuzzing build was abandoned before it started"));
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            }
             // At the base priority from the start, in the background of building the APC
             // (lowered only while the APC's quick check runs, see `FuzzEngine::run`). At nice 15
             // until the race had run 100 ms, the build (0.06 s alone) took 0.6 s on ai_listing3
@@ -68,7 +87,7 @@ impl FuzzEngine {
             tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
             crate::cleanup::Abandon::run(&token, || Fuzzer::build(&loaded, keep_temps))
         });
-        FuzzEngine { build, build_tid, dictionary, fills, alone, abandon }
+        FuzzEngine { build: Some(build), build_tid, dictionary, fills, alone, abandon, may_start }
     }
 }
 
@@ -124,6 +143,23 @@ fn set_build_priority(tid: i32, from: i32, to: i32) {
     }
 }
 
+/// How long the fuzzing build waits, from the race's start, for the APC's quick check to
+/// start; once it has, the build waits until the check ends, and [`BUILD_HOLD_CAP`] at most
+/// in all. The quick check (the APC without its quantifiers, then the APC itself when it does
+/// not alternate quantifiers: see `engine::apc`) is the whole run of the rows the apc engine
+/// decides in tens of milliseconds (OneLoop's and TwoLoops' proofs, unsigned_wrap's model);
+/// the build's code generation beside it (lowered, but in the same process: its allocations
+/// and page faults, on two cores that also carry the replay build) made those rows 1.3-1.5x
+/// slower in the portfolio than the apc engine alone. Held, interleaved medians of 7-9 runs:
+/// oneloop 0.047 -> 0.040 s, twoloops 0.052 -> 0.042, unsigned_wrap 0.088 -> 0.074; the rows
+/// the fuzzer wins moved within the noise (eqcnt 0.114 -> 0.120, hw 0.199 -> 0.202, ai_listing1
+/// 0.141 -> 0.146, wp_hello 0.167 -> 0.178, hello 0.113 -> 0.110), as their APC takes longer
+/// than the hold to build. A hold of 10 ms cost those rows 20-30 ms.
+const BUILD_HOLD: Duration = Duration::from_millis(3);
+/// The longest the fuzzing build waits for the quick check: past the quick proofs of
+/// `c-benchmarks/` (16-33 ms from the race's start) and unsigned_wrap's model (38 ms).
+const BUILD_HOLD_CAP: Duration = Duration::from_millis(40);
+
 /// Nice value of the fuzzing build while the APC's quick check runs (see
 /// [`super::Context::quick_check`]): a value no other thread of the portfolio uses, so that
 /// what the build started meanwhile is found again when it is raised.
@@ -134,15 +170,29 @@ impl Engine for FuzzEngine {
         EngineKind::Fuzz
     }
 
-    fn run(self: Box<Self>, cx: &Context) -> EngineResult {
+    fn run(mut self: Box<Self>, cx: &Context) -> EngineResult {
         let tb = Instant::now();
-        // The build runs at the fuzzer's priority, except while the APC's quick check runs
+        // The build starts once the APC's quick check has had its moment (see `BUILD_HOLD`),
+        // and runs at the fuzzer's priority, except while the quick check attempts its proofs
         // (a few milliseconds, the proof of most unreachable targets that have one). Wait for
         // it, but not past a cancel or the deadline (the race waits for every engine; the
         // build is left to `cleanup::finish`).
         let nice = crate::priority::current();
         let mut applied = nice;
-        while !self.build.is_finished() {
+        let hold = Duration::from_millis(crate::priority::tune("FUZZ_BUILD_HOLD_MS", BUILD_HOLD.as_millis() as u64));
+        let hold_cap = Duration::from_millis(crate::priority::tune("FUZZ_BUILD_HOLD_CAP_MS", BUILD_HOLD_CAP.as_millis() as u64));
+        let Some(build) = self.build.take() else {
+            return EngineResult::new(Finding::Unknown("no fuzzing build".into()));
+        };
+        while !build.is_finished() {
+            if !self.may_start.load(std::sync::atomic::Ordering::SeqCst) {
+                let (check_started, check_done) = cx.quick_check_state();
+                let waited = tb.elapsed();
+                if check_done || (!check_started && waited >= hold) || waited >= hold_cap || cx.apc_ended.load(std::sync::atomic::Ordering::SeqCst) {
+                    tracing::debug!(?waited, "the fuzzing build starts");
+                    self.may_start.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
             let want = if !self.alone && cx.quick_check_running() { crate::priority::lowered(BUILD_YIELD_NICE) } else { nice };
             let tid = self.build_tid.load(std::sync::atomic::Ordering::SeqCst);
             if want != applied && tid > 0 {
@@ -158,7 +208,7 @@ impl Engine for FuzzEngine {
             // Short: the build's priority follows the quick check, and a cancel is noticed here.
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        let fuzzer = match self.build.join() {
+        let fuzzer = match build.join() {
             Ok(Ok(f)) => f,
             Ok(Err(e)) => return EngineResult::new(Finding::Unknown(format!("no fuzzing executable: {e}"))),
             Err(_) => return EngineResult::new(Finding::Unknown("the fuzzing build panicked".into())),

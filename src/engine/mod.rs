@@ -467,6 +467,12 @@ impl Context {
         self.quick_changed.notify_all();
     }
 
+    /// Whether the apc engine's quick check has started, and whether it is done.
+    pub fn quick_check_state(&self) -> (bool, bool) {
+        let q = self.quick.lock().unwrap_or_else(|e| e.into_inner());
+        (q.running || q.done, q.done)
+    }
+
     /// Whether the apc engine's quick check is under way, attempting its proofs.
     pub fn quick_check_running(&self) -> bool {
         self.quick.lock().unwrap_or_else(|e| e.into_inner()).running && self.quick_proving.load(Ordering::SeqCst)

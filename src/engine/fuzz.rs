@@ -187,7 +187,7 @@ impl Engine for FuzzEngine {
         while !build.is_finished() {
             if !self.may_start.load(std::sync::atomic::Ordering::SeqCst) {
                 let (check_started, check_done) = cx.quick_check_state();
-                let waited = tb.elapsed();
+                let waited = cx.created.elapsed();
                 if check_done || (!check_started && waited >= hold) || waited >= hold_cap || cx.apc_ended.load(std::sync::atomic::Ordering::SeqCst) {
                     tracing::debug!(?waited, "the fuzzing build starts");
                     self.may_start.store(true, std::sync::atomic::Ordering::SeqCst);

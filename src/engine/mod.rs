@@ -328,6 +328,8 @@ pub struct Context {
     /// [`crate::solve::cpu_limit::stop_checks_on`]). Not `cancel`: the apc engine cancels the
     /// others itself on a quick proof, and goes on.
     race_over: Arc<AtomicBool>,
+    /// When the context was made, just before its race.
+    pub created: Instant,
 }
 
 /// See [`Context::quick_check`].
@@ -370,6 +372,7 @@ impl Context {
             late_started: Mutex::default(),
             searches: Default::default(),
             race_over: Arc::default(),
+            created: Instant::now(),
         }
     }
 
@@ -644,6 +647,7 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
         }
     };
     let total = engines.len();
+    tracing::debug!(engines = ?kinds, "the race starts");
     // The engines running, with when they started and whether they join late.
     let mut started: Vec<(EngineKind, Instant, bool)> = vec![];
     let mut handles: Vec<std::thread::JoinHandle<()>> = vec![];

@@ -59,6 +59,15 @@ const QUICK_ROUND_LIMIT: Duration = Duration::from_millis(30);
 /// the only count) takes 8 checks, 20-33 ms.
 const QUICK_ROUND_MINIMISE: Duration = Duration::from_millis(60);
 
+/// The longest the native run of the quick round's first model may take (see
+/// [`EarlyReplay`]): a run cut there is dropped, and the smallest model is replayed as usual.
+const EARLY_REPLAY_WALL: Duration = Duration::from_millis(100);
+/// The same for a model of the quantifier-free weakening, a guess whose path counters say
+/// nothing of how long it runs: a sandboxed run that reaches takes 3-5 ms alone and up to
+/// 15 ms beside the other engines, while a guess whose loop runs two billion times would keep
+/// a core busy for the whole limit.
+const EARLY_GUESS_WALL: Duration = Duration::from_millis(30);
+
 /// Path counters (and length parameters tied to buffers) whose sum in a model is at most this
 /// are left as they are; above it the solver is asked for the model with the smallest sum
 /// ([`solve::Objective`]): users read the witness and keep it as a regression test, and a loop
@@ -152,6 +161,99 @@ fn strengthened(invariants: usize) -> String {
 fn nonlinear_uf_description(has_quantifiers: bool) -> String {
     let apc = if has_quantifiers { "quantified APC" } else { "APC" };
     format!("{apc}, with its multiplications and divisions of two variables as uninterpreted functions")
+}
+
+/// Models of the quick check replayed natively while the check goes on: the model of the
+/// quantifier-free weakening (a guess: the looping conditions are left out, but a native run
+/// judges it, and most often it reaches), then the quick round's first model, beside the search
+/// for a smaller one (`ai_listing1`: any model reaches the target, and that search spent
+/// 45-60 ms proving κ = 20 the least while the fuzzer won the race). The first that reaches
+/// ends the check (its solver is interrupted) and is the engine's witness; the witness's
+/// reduction makes its inputs small afterwards, as for every engine. A first model whose loops
+/// run more than [`SMALL_COUNT`] times is not tried (it would take seconds), nor one that is
+/// small enough already (it is the round's answer, replayed at once anyway).
+/// `APC_LLVM_TUNE_EARLY_REPLAY=0` turns this off.
+struct EarlyReplay {
+    /// Where the check sends its models (the check, which may run on the DSE's thread, gets a
+    /// clone); dropped once the check is over, so that the replayer's wait ends.
+    tx: std::sync::Mutex<Option<std::sync::mpsc::Sender<EarlyModel>>>,
+    rx: std::sync::Mutex<Option<std::sync::mpsc::Receiver<EarlyModel>>>,
+    /// Set once the check is over: a model not yet replayed then is not (the engine goes on
+    /// with the round's answer).
+    over: std::sync::atomic::AtomicBool,
+    /// Set when a model reached the target: the check stops.
+    reached: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// A model [`EarlyReplay`] tries.
+enum EarlyModel {
+    /// Of the quantifier-free weakening (its path counters are left out: without the looping
+    /// conditions they say nothing of how often the loops run).
+    Guess(Witness),
+    /// The quick round's first model of the APC.
+    First(ModelData),
+}
+
+impl EarlyReplay {
+    /// `wanted`: whether the quick check may send models.
+    fn new(wanted: bool) -> EarlyReplay {
+        let wanted = wanted && crate::priority::tune("EARLY_REPLAY", 1) == 1;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = if wanted { (Some(tx), Some(rx)) } else { (None, None) };
+        EarlyReplay { tx: std::sync::Mutex::new(tx), rx: std::sync::Mutex::new(rx), over: Default::default(), reached: Default::default() }
+    }
+
+    fn wanted(&self) -> bool {
+        self.rx.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// The check's end of the channel (`None` when nothing is replayed early).
+    fn sender(&self) -> Option<std::sync::mpsc::Sender<EarlyModel>> {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Says that the check is over (and its sender gone).
+    fn done(&self) {
+        self.over.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// Replays the models the check sends, in turn, until one reaches the target (its replay's
+    /// seconds and the finding) or the check is over.
+    fn run(&self, cx: &Context) -> Option<(f64, Finding)> {
+        let rx = self.rx.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+        let over = || self.over.load(std::sync::atomic::Ordering::SeqCst) || cx.cancelled();
+        while let Ok(model) = rx.recv() {
+            let (w, counters, wall) = match model {
+                EarlyModel::Guess(w) => (w, BTreeMap::new(), EARLY_GUESS_WALL),
+                EarlyModel::First((w, counters, _)) if counters.values().all(|&c| c <= SMALL_COUNT) => (w, counters, EARLY_REPLAY_WALL),
+                EarlyModel::First(_) => continue,
+            };
+            cx.seeds.offer(&w);
+            // The native build may still be under way: waited for while the check goes on
+            // (the engine goes on with its queries once it is over, and replays later).
+            while !cx.native.is_done() {
+                if over() {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            cx.native.get().ok()?;
+            if over() {
+                return None;
+            }
+            let t = Instant::now();
+            let run = cx.replay_within(&w, wall).ok()??;
+            debug!(reached = run.reached.is_some(), status = %run.status, "a model of the quick check replayed");
+            if run.reached.is_some() {
+                self.reached.store(true, std::sync::atomic::Ordering::SeqCst);
+                solve::cpu_limit::stop_flag_set();
+                let report = WitnessReport::replayed(&w, &run, 1, counters);
+                return Some((t.elapsed().as_secs_f64(), Finding::Reached { witness: w, run, report }));
+            }
+        }
+        None
+    }
 }
 
 /// How the replay of one model ended.
@@ -278,22 +380,37 @@ impl ApcSearch {
             (base, objective)
         });
         let answer: Arc<std::sync::Mutex<QuickAnswer>> = Arc::default();
-        let proved_quickly = {
+        let early = EarlyReplay::new(apc.complete && (weak.is_some() || quick_round.as_ref().is_some_and(|(_, o)| o.is_some())));
+        let (proved_quickly, early_found) = std::thread::scope(|scope| {
+            let replayer = early.wanted().then(|| scope.spawn(|| early.run(cx)));
             let (pool, formula, complete, cancel, answer) = (pool.clone(), apc.formula, apc.complete, cx.cancel.clone(), answer.clone());
+            let (first_model, early_reached) = (early.sender(), early.reached.clone());
             let (extract, round_limit) = (extract.clone(), (cx.left() / 10).min(QUICK_ROUND_LIMIT));
             let (qf_limit, nonlinear_limit) = ((cx.left() / 10).min(QUANTIFIER_FREE_LIMIT), (cx.left() / 10).min(NONLINEAR_QUICK_LIMIT));
-            cx.quick_check(solve::thread_has_context(), move |proving| {
+            let proved = cx.quick_check(solve::thread_has_context(), move |proving| {
                 let mut a = answer.lock().unwrap_or_else(|e| e.into_inner());
                 if !complete || cancel.load(std::sync::atomic::Ordering::Relaxed) {
                     return false;
                 }
+                // A model that reached the target natively (see `EarlyReplay`) ends the
+                // checks below.
+                let _early_stops = solve::cpu_limit::also_stop_checks_on(early_reached.clone());
                 if let Some(weak) = weak.filter(|w| pool.as_bool(*w) != Some(true)) {
                     let tq = Instant::now();
-                    let outcome = solve::check(&pool, weak, qf_limit, |_| ()).outcome;
+                    let outcome = solve::check(&pool, weak, qf_limit, |m| extract(&pool, weak, m)).outcome;
                     a.timings.push((SOLVE_QUANTIFIER_FREE, tq.elapsed().as_secs_f64()));
-                    if matches!(outcome, Outcome::Unsat) {
-                        a.proof = Some(SOLVE_QUANTIFIER_FREE);
-                        return true;
+                    match outcome {
+                        Outcome::Unsat => {
+                            a.proof = Some(SOLVE_QUANTIFIER_FREE);
+                            return true;
+                        }
+                        // A guess, which a native run judges while the APC itself is solved.
+                        Outcome::Sat((w, _, _)) => {
+                            if let Some(tx) = &first_model {
+                                let _ = tx.send(EarlyModel::Guess(w));
+                            }
+                        }
+                        Outcome::Unknown(_) => {}
                     }
                 }
                 if solve::has_nonlinear(&pool, formula) && !cancel.load(std::sync::atomic::Ordering::Relaxed) {
@@ -313,9 +430,15 @@ impl ApcSearch {
                 // longer yields to it.
                 proving.store(false, std::sync::atomic::Ordering::SeqCst);
                 if let Some((base, objective)) = quick_round.filter(|_| !cancel.load(std::sync::atomic::Ordering::Relaxed)) {
-                    // On this thread, in the context the checks above made.
-                    let stopped = || cancel.load(std::sync::atomic::Ordering::Relaxed);
-                    let answer = solve::check_small(&pool, base, round_limit, objective.as_ref(), &stopped, |m| extract(&pool, base, m));
+                    // On this thread, in the context the checks above made. A first model that
+                    // reached the target natively ends the search for a smaller one.
+                    let stopped = || cancel.load(std::sync::atomic::Ordering::Relaxed) || early_reached.load(std::sync::atomic::Ordering::SeqCst);
+                    let searching = |first: &ModelData| {
+                        if let Some(tx) = &first_model {
+                            let _ = tx.send(EarlyModel::First(first.clone()));
+                        }
+                    };
+                    let answer = solve::check_small(&pool, base, round_limit, objective.as_ref(), &stopped, &searching, |m| extract(&pool, base, m));
                     // A model counts only when it is known to be small (a loop run 1.8 billion
                     // times where 34 would do, when the search for a smaller one was cut short):
                     // else the race asks again, with the whole budget for it.
@@ -326,12 +449,26 @@ impl ApcSearch {
                     }
                 }
                 false
-            })
-        };
+            });
+            // The check (and with it the sender) is done: the replayer ends unless it runs.
+            early.done();
+            (proved, replayer.and_then(|h| h.join().ok().flatten()))
+        });
         let QuickAnswer { proof: quick_proof, abstraction_has_a_model, timings: quick_timings, mut first_round } =
             std::mem::take(&mut *answer.lock().unwrap_or_else(|e| e.into_inner()));
         for (key, secs) in quick_timings {
             timing(out, key, secs);
+        }
+        if let Some((seconds, found)) = early_found {
+            if proved_quickly {
+                // Checked before the native run stopped it: a proof of a target a run reached
+                // is wrong, and the run is what the verdict rests on.
+                tracing::error!("the quick check proved unreachable a target a native run reached (a soundness bug; please report it)");
+            }
+            timing(out, "replay_early", seconds);
+            out.stats.insert("models_tried".into(), 1);
+            info!("a model of the quick check reached the target");
+            return Ok(found);
         }
         if proved_quickly {
             let invariants: usize = apc.summaries.iter().map(|(_, s)| s.invariants.facts.len()).sum();

@@ -558,12 +558,18 @@ impl Context {
     /// Runs `w` natively (the one build of this analysis), within what is left of the budget:
     /// `None` when no time is left for a run.
     pub fn replay(&self, w: &Witness) -> crate::error::Result<Option<RunOutcome>> {
+        self.replay_within(w, REPLAY_WALL)
+    }
+
+    /// [`Context::replay`] with the run's wall time limited to `wall` (a run cut there counts
+    /// as a miss, its status `timeout`).
+    pub fn replay_within(&self, w: &Witness, wall: Duration) -> crate::error::Result<Option<RunOutcome>> {
         let left = self.left().saturating_sub(Duration::from_millis(250));
         if left < Duration::from_millis(50) {
             return Ok(None);
         }
         let rp = self.native.get()?;
-        let wall = Duration::from_secs(5).min(left);
+        let wall = wall.min(left);
         let limits = Limits { wall, cpu_seconds: wall.as_secs() + 1, ..Default::default() };
         self.replays.fetch_add(1, Ordering::Relaxed);
         let t = Instant::now();
@@ -583,6 +589,9 @@ impl Context {
         self.replays.load(Ordering::Relaxed)
     }
 }
+
+/// The longest an engine's replay of one witness may run ([`Context::replay`]).
+const REPLAY_WALL: Duration = Duration::from_secs(5);
 
 /// The portfolio's answer.
 pub struct PortfolioResult {

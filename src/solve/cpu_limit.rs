@@ -75,20 +75,44 @@ struct Armed {
     clock: libc::clockid_t,
     cpu_until_ns: u64,
     wall_until: Instant,
-    /// The arming thread's stop flag (see [`stop_checks_on`]).
-    stop: Option<Arc<AtomicBool>>,
+    /// The arming thread's stop flags (see [`stop_checks_on`]).
+    stop: Vec<Arc<AtomicBool>>,
     fired: bool,
 }
 
 thread_local! {
-    /// The calling thread's stop flag, see [`stop_checks_on`].
-    static STOP: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+    /// The calling thread's stop flags, see [`stop_checks_on`] and [`also_stop_checks_on`].
+    static STOP: RefCell<Vec<Arc<AtomicBool>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// From now on, the calling thread's CPU-limited checks also end (answer unknown) once `stop`
 /// is set and [`stop_flag_set`] was called after it.
 pub fn stop_checks_on(stop: Arc<AtomicBool>) {
-    STOP.with(|s| *s.borrow_mut() = Some(stop));
+    STOP.with(|s| *s.borrow_mut() = vec![stop]);
+}
+
+/// [`stop_checks_on`] for one more flag, while the guard lives (the apc engine's quick round
+/// ends once another thread's replay of its first model reached the target).
+pub fn also_stop_checks_on(stop: Arc<AtomicBool>) -> AlsoStop {
+    STOP.with(|s| s.borrow_mut().push(stop.clone()));
+    AlsoStop { stop, _this_thread: std::marker::PhantomData }
+}
+
+/// See [`also_stop_checks_on`]; dropped on the thread that made it (it is not `Send`).
+pub struct AlsoStop {
+    stop: Arc<AtomicBool>,
+    _this_thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for AlsoStop {
+    fn drop(&mut self) {
+        STOP.with(|s| {
+            let mut flags = s.borrow_mut();
+            if let Some(i) = flags.iter().rposition(|f| Arc::ptr_eq(f, &self.stop)) {
+                flags.remove(i);
+            }
+        });
+    }
 }
 
 /// Says that a flag given to [`stop_checks_on`] was set: the checks of the threads that
@@ -132,7 +156,7 @@ fn watch_loop(w: &'static Watch) {
         let mut sleep = Duration::from_secs(3600);
         for a in g.1.iter_mut().filter(|a| !a.fired) {
             let used = cpu_ns(a.clock);
-            let stopped = a.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst));
+            let stopped = a.stop.iter().any(|s| s.load(Ordering::SeqCst));
             if used >= a.cpu_until_ns || now >= a.wall_until || stopped {
                 // SAFETY: see `Armed`.
                 unsafe { z3_sys::Z3_interrupt(a.context) };
@@ -270,6 +294,47 @@ mod tests {
         assert_eq!(answer, z3::SatResult::Unknown);
         assert!(fired);
         assert!(used >= Duration::from_millis(380), "a thread that named no flag was stopped: {used:?}");
+    }
+
+    /// A flag added for a while ([`also_stop_checks_on`]) ends the checks armed meanwhile;
+    /// once its guard is dropped, setting it ends nothing, and the thread's own flag stays.
+    #[test]
+    fn a_flag_added_for_a_while_ends_the_checks_armed_meanwhile() {
+        let (own, extra) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (own2, extra2) = (own.clone(), extra.clone());
+        let (armed_tx, armed) = std::sync::mpsc::channel();
+        let (go_tx, go) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            stop_checks_on(own2);
+            let s = hard_solver();
+            let guard = also_stop_checks_on(extra2.clone());
+            let limit = CpuLimit::arm(&z3::Context::thread_local(), Duration::from_millis(2000));
+            armed_tx.send(()).unwrap();
+            let first = (s.check(), limit.fired());
+            drop(guard);
+            extra2.store(false, Ordering::SeqCst);
+            go.recv().unwrap();
+            let cpu = thread_cpu_time();
+            let limit = CpuLimit::arm(&z3::Context::thread_local(), Duration::from_millis(150));
+            armed_tx.send(()).unwrap();
+            let second = (s.check(), limit.fired(), thread_cpu_time() - cpu);
+            (first, second, STOP.with(|s| s.borrow().len()))
+        });
+        armed.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        extra.store(true, Ordering::SeqCst);
+        stop_flag_set();
+        go_tx.send(()).unwrap();
+        armed.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        extra.store(true, Ordering::SeqCst);
+        stop_flag_set();
+        let ((answer, fired), (answer2, fired2, used2), flags) = t.join().unwrap();
+        assert_eq!((answer, fired), (z3::SatResult::Unknown, true));
+        assert_eq!((answer2, fired2), (z3::SatResult::Unknown, true));
+        assert!(used2 >= Duration::from_millis(140), "the dropped flag still stopped a check: {used2:?}");
+        assert_eq!(flags, 1, "the thread's own flag stays");
+        assert!(!own.load(Ordering::SeqCst));
     }
 
     /// The budget is the thread's CPU time: with every core busy the check gets the same

@@ -167,15 +167,18 @@ pub fn check_portfolio<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, e
 
 /// [`check_portfolio`] (`timeout`: CPU time of its one check), and on a model, the search for
 /// one with a smaller `objective` (within the objective's own budget, after the check).
+/// `searching` gets the first model when that search starts (not when the first model is small
+/// enough already): the caller may try it meanwhile, and stop the search (`stopped`).
 pub fn check_small<T>(
     pool: &ExprPool,
     formula: ExprId,
     timeout: Duration,
     objective: Option<&Objective>,
     stopped: &dyn Fn() -> bool,
+    searching: &dyn Fn(&T),
     mut extract: impl FnMut(&mut ModelView) -> T,
 ) -> Answer<T> {
-    check_minimising(pool, formula, SolverKind::Portfolio, false, Some(timeout), objective, stopped, &|| {}, &mut extract)
+    check_minimising(pool, formula, SolverKind::Portfolio, false, Some(timeout), objective, stopped, searching, &mut extract)
 }
 
 /// Why a query with its nonlinear operations uninterpreted has no answer when it has a model.
@@ -321,11 +324,12 @@ fn check_until<T>(
 ) -> Answer<T> {
     // Without an objective the model is read once.
     let mut once = Some(extract);
-    check_minimising(pool, formula, kind, nonlinear_as_functions, timeout, None, stopped, &|| {}, &mut |m| (once.take().expect("one model without an objective"))(m))
+    check_minimising(pool, formula, kind, nonlinear_as_functions, timeout, None, stopped, &|_| {}, &mut |m| (once.take().expect("one model without an objective"))(m))
 }
 
 /// [`check_until`], and on a model, the search for a smaller one of `objective` (announced by
-/// calling `minimising` first).
+/// calling `minimising` with the first model, when the search starts: a model small enough
+/// already is returned at once).
 #[allow(clippy::too_many_arguments)]
 fn check_minimising<T>(
     pool: &ExprPool,
@@ -335,7 +339,7 @@ fn check_minimising<T>(
     timeout: Option<Duration>,
     objective: Option<&Objective>,
     stopped: &dyn Fn() -> bool,
-    minimising: &dyn Fn(),
+    minimising: &dyn Fn(&T),
     extract: &mut dyn FnMut(&mut ModelView) -> T,
 ) -> Answer<T> {
     let start = Instant::now();
@@ -375,8 +379,7 @@ fn check_minimising<T>(
                 let first = extract(&mut view);
                 match objective {
                     Some(o) => {
-                        minimising();
-                        let (model, proved) = minimise(&solver, view, first, o, stopped, extract);
+                        let (model, proved) = minimise(&solver, view, first, o, stopped, minimising, extract);
                         least = proved;
                         Outcome::Sat(model)
                     }
@@ -396,13 +399,15 @@ fn check_minimising<T>(
 /// The search of [`Objective`]: `view` is the solver's first model and `first` what `extract`
 /// made of it. Every check is incremental (push, bound, check, pop) and has the budget left as its
 /// timeout; a timeout, an interrupt or an unknown ends the search with the best model so far.
-/// Also says whether that model is known to be the least (or small enough).
+/// Also says whether that model is known to be the least (or small enough). `searching` gets
+/// `first` when the search starts.
 fn minimise<T>(
     solver: &z3::Solver,
     view: ModelView,
     first: T,
     objective: &Objective,
     stopped: &dyn Fn() -> bool,
+    searching: &dyn Fn(&T),
     extract: &mut dyn FnMut(&mut ModelView) -> T,
 ) -> (T, bool) {
     let ModelView { model, mut tr } = view;
@@ -412,6 +417,7 @@ fn minimise<T>(
     if hi <= objective.above {
         return (first, true);
     }
+    searching(&first);
     let mut best = first;
     let mut tr = Some(tr);
     let (_, proved) = least_value(hi, objective.budget, stopped, |s, left| {
@@ -1130,7 +1136,7 @@ fn run_racer<T>(
         return None;
     }
     let stopped = || slot.lock().unwrap_or_else(|e| e.into_inner()).stop;
-    let claim = || {
+    let claim = |_: &T| {
         let _ = claimed.compare_exchange(usize::MAX, index, Ordering::SeqCst, Ordering::SeqCst);
     };
     let answer = check_minimising(pool, formula, SolverKind::Portfolio, nonlinear_as_functions, None, objective.as_ref(), &stopped, &claim, &mut |m| extract(pool, formula, m));

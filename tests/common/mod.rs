@@ -76,8 +76,13 @@ pub fn apc_llvm_command() -> Command {
 /// the run and fails the test, at a cost of a few percent. An instrumented binary or a wrapper
 /// checks the heap itself (an error is a non-zero exit with the report on stderr).
 pub fn apc_llvm(args: &[&str]) -> Output {
+    apc_llvm_with_env(args, &[])
+}
+
+/// [`apc_llvm`] with more environment variables (an `APC_LLVM_TUNE_*` knob that pins one path).
+pub fn apc_llvm_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = apc_llvm_command();
-    cmd.args(args);
+    cmd.args(args).envs(env.iter().copied());
     if !instrumented() && Path::new(MALLOC_DEBUG).exists() && std::env::var_os("APC_NO_MALLOC_CHECK").is_none() {
         cmd.env("LD_PRELOAD", MALLOC_DEBUG).env("MALLOC_CHECK_", "3").env("MALLOC_PERTURB_", "165");
     }
@@ -92,9 +97,15 @@ pub fn run_on(path: &Path, args: &[&str]) -> Output {
 
 /// Runs with `--json` and parses the report; panics with stderr when the run failed.
 pub fn json_report(path: &Path, args: &[&str]) -> Value {
-    let mut all = args.to_vec();
+    json_report_with_env(path, args, &[])
+}
+
+/// [`json_report`] with more environment variables (see [`apc_llvm_with_env`]).
+pub fn json_report_with_env(path: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let mut all = vec![path.to_str().unwrap()];
+    all.extend_from_slice(args);
     all.push("--json");
-    let out = run_on(path, &all);
+    let out = apc_llvm_with_env(&all, env);
     assert!(
         out.status.success(),
         "apc-llvm {args:?} failed ({:?}): {}",

@@ -247,6 +247,7 @@ impl EarlyReplay {
             debug!(reached = run.reached.is_some(), status = %run.status, "a model of the quick check replayed");
             if run.reached.is_some() {
                 self.reached.store(true, std::sync::atomic::Ordering::SeqCst);
+                cx.witness_found();
                 solve::cpu_limit::stop_flag_set();
                 let report = WitnessReport::replayed(&w, &run, 1, counters);
                 return Some((t.elapsed().as_secs_f64(), Finding::Reached { witness: w, run, report }));

@@ -544,6 +544,15 @@ impl Context {
         self.cancelled() || self.search_off.load(Ordering::Relaxed)
     }
 
+    /// Said by an engine that holds a replayed witness but cannot return it at once (the apc
+    /// engine, whose quick check still has to see its stop): every engine stops now, as when
+    /// the finding arrives, rather than start work the verdict does not need (the DSE made its
+    /// solver context in the 10-20 ms ai_listing1's check took to stop, beside the witness's
+    /// reduction). The race still waits for the finding.
+    pub fn witness_found(&self) {
+        self.cancel_all();
+    }
+
     /// Stops every engine.
     fn cancel_all(&self) {
         self.search_off.store(true, Ordering::SeqCst);

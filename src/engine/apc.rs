@@ -796,3 +796,46 @@ fn block(pool: &mut ExprPool, program: &Program, apc: &Apc, w: &Witness) -> Opti
     }
     (!differs.is_empty()).then(|| pool.or(differs))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guess(value: u64) -> EarlyModel {
+        EarlyModel::Guess(Witness { params: vec![ParamInput::Int { name: "x".into(), width: 32, value }], nondet: vec![] })
+    }
+
+    /// The replayer's wait ends once the check is over and its sender gone: the models sent
+    /// before come out in order, then nothing (the engine joins the replayer after the check).
+    #[test]
+    fn the_replayer_sees_the_models_sent_and_then_the_end() {
+        let early = EarlyReplay::new(true);
+        assert!(early.wanted());
+        let rx = early.rx.lock().unwrap().take().expect("a receiver");
+        let check = early.sender().expect("the check's sender");
+        check.send(guess(7)).unwrap();
+        check.send(guess(21)).unwrap();
+        drop(check);
+        early.done();
+        assert!(early.over.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(early.sender().is_none(), "no sender after the check");
+        let values: Vec<u64> = rx
+            .iter()
+            .map(|m| match m {
+                EarlyModel::Guess(w) => match w.params[0] {
+                    ParamInput::Int { value, .. } => value,
+                    _ => unreachable!(),
+                },
+                EarlyModel::First(_) => unreachable!(),
+            })
+            .collect();
+        assert_eq!(values, vec![7, 21]);
+    }
+
+    #[test]
+    fn nothing_is_replayed_early_when_not_wanted() {
+        let early = EarlyReplay::new(false);
+        assert!(!early.wanted());
+        assert!(early.sender().is_none());
+    }
+}

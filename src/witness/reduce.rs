@@ -16,7 +16,8 @@
 //!    buffers behind its pointer slots, depth first, and last the bytes of a buffer with
 //!    pointer slots (a struct's fields: a length, a position) one by one towards 0;
 //! 2. integers: 0, else 1 or (when the value minus one misses too) the value itself, else the
-//!    smallest magnitude found by bisection towards 0;
+//!    smallest magnitude found by a gallop up from below (when the range is wide) and a
+//!    bisection;
 //! 3. the nondet stream: the shortest prefix, then the shortest suffix of that, then each value
 //!    like an integer.
 //!

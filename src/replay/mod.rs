@@ -203,6 +203,7 @@ impl Replayer {
             compile(&bc, &program_o, program_flags, None)
         };
         at_once(compile_program, || build_driver(&rp))?;
+        debug!(elapsed = ?started.elapsed(), "replay objects compiled");
         for attempt in 0..2 {
             if attempt > 0 {
                 build_driver(&rp)?;

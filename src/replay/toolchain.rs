@@ -192,7 +192,7 @@ fn run_line(line: &[String], dir: &Path) -> Result<std::process::Output> {
 /// could not finish cleanly (a fatal error, a crash: lld's state may be broken) turns the
 /// in-process linker off for the rest of the process; that link and every later one then run
 /// as processes. `APC_LLVM_INPROCESS_LLD=0` turns it off from the start.
-mod inprocess {
+pub(crate) mod inprocess {
     use crate::error::{Error, Result};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
@@ -229,7 +229,7 @@ mod inprocess {
 
     /// [`link`], waiting for a link under way to end rather than leaving this one to a process.
     #[cfg(test)]
-    pub(super) fn link_waiting(args: &[String]) -> Option<Result<std::process::Output>> {
+    pub(crate) fn link_waiting(args: &[String]) -> Option<Result<std::process::Output>> {
         link_in_turn(args, ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
@@ -248,7 +248,9 @@ mod inprocess {
         for a in std::iter::once("ld.lld").chain(args.iter().map(String::as_str)).chain(std::iter::once("--error-limit=0")) {
             argv.push(std::ffi::CString::new(a).ok()?);
         }
+        let started = std::time::Instant::now();
         let (code, text, again) = call(&argv)?;
+        debug!(code, elapsed = ?started.elapsed(), output = args.iter().position(|a| a == "-o").and_then(|k| args.get(k + 1)).map_or("", String::as_str), "linked in the process");
         if !again {
             USABLE.store(false, Ordering::SeqCst);
             debug!(code, %text, "the in-process lld cannot run again; linking with a process from now on");

@@ -3,12 +3,6 @@
 //! (`APC_LLVM_STATIC_LLD`, empty when it could not be built). It is only a faster start of
 //! the same linker: without it the native builds run the system's `ld.lld`, so a failure here
 //! is a warning, never an error.
-//!
-//! It also archives `native/lld_inprocess.cpp` with the same lld libraries into the crate (cfg
-//! `apc_lld_inprocess`): the native builds then link inside the process, without starting any
-//! linker (`replay::toolchain::inprocess`). Without them, the process runs a linker as before.
-//! `native/sancov.cpp` comes with it: lld's driver resets LLVM's command-line options at each
-//! link, so the fuzzing build's coverage pass then gets its options directly, not through them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,57 +20,6 @@ fn main() {
         }
     };
     println!("cargo:rustc-env=APC_LLVM_STATIC_LLD={built}");
-    println!("cargo:rerun-if-changed=native/lld_inprocess.cpp");
-    println!("cargo:rerun-if-changed=native/sancov.cpp");
-    println!("cargo::rustc-check-cfg=cfg(apc_lld_inprocess)");
-    match build_inprocess(&out) {
-        Ok(lib) => {
-            println!("cargo:rustc-link-search=native={}", out.display());
-            println!("cargo:rustc-link-lib=static:-bundle=apc_native");
-            println!("cargo:rustc-link-search=native={}", lib.display());
-            println!("cargo:rustc-link-lib=static:-bundle=lldELF");
-            println!("cargo:rustc-link-lib=static:-bundle=lldCommon");
-            println!("cargo:rustc-cfg=apc_lld_inprocess");
-        }
-        Err(why) => println!("cargo:warning=no in-process lld ({why}); the native builds start a linker"),
-    }
-}
-
-/// `libapc_native.a` (the shims of `native/lld_inprocess.cpp` and `native/sancov.cpp`) in `out`;
-/// returns the directory of the lld libraries it needs. LLVM's own libraries come with llvm-sys.
-fn build_inprocess(out: &Path) -> Result<PathBuf, String> {
-    let prefix = PathBuf::from(std::env::var_os("LLVM_SYS_191_PREFIX").unwrap_or_else(|| "/usr/lib/llvm-19".into()));
-    let lib = prefix.join("lib");
-    for needed in ["liblldELF.a", "liblldCommon.a"] {
-        if !lib.join(needed).is_file() {
-            return Err(format!("{} missing: install liblld-19-dev", lib.join(needed).display()));
-        }
-    }
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let archive = out.join("libapc_native.a");
-    let run = |cmd: &mut Command| -> Result<(), String> {
-        let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-        if o.status.success() {
-            Ok(())
-        } else {
-            Err(String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or("failed").to_string())
-        }
-    };
-    let mut objects = vec![];
-    for source in ["lld_inprocess", "sancov"] {
-        let obj = out.join(format!("{source}.o"));
-        run(Command::new(prefix.join("bin/clang++"))
-            .args(["-O2", "-fPIC", "-fno-rtti", "-std=c++17", "-c"])
-            .arg(format!("native/{source}.cpp"))
-            .arg("-o")
-            .arg(&obj)
-            .arg("-I")
-            .arg(prefix.join("include")))?;
-        objects.push(obj);
-    }
-    let _ = std::fs::remove_file(&archive);
-    run(Command::new(prefix.join("bin/llvm-ar")).arg("rcs").arg(&archive).args(&objects))?;
-    Ok(lib)
 }
 
 fn build(out: &Path) -> Result<PathBuf, String> {

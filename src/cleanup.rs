@@ -50,19 +50,6 @@ thread_local! {
     static CURRENT: std::cell::RefCell<Option<std::sync::Arc<Abandon>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Whether this thread may still start build work of its own that [`output`] would refuse: not
-/// once the analysis has finished, nor once its thread's [`Abandon`] token was abandoned. For
-/// work done in the process (an in-process link), which nothing can kill.
-pub fn may_start_helper() -> std::io::Result<()> {
-    if finished() {
-        return Err(std::io::Error::other("the analysis has ended"));
-    }
-    if CURRENT.with(|c| c.borrow().as_ref().is_some_and(|t| t.is_abandoned())) {
-        return Err(std::io::Error::other("the build was abandoned"));
-    }
-    Ok(())
-}
-
 /// Runs a helper tool (`cmd`, output captured) so that an interruption kills it too. Its
 /// temporary files go to `tmp` (one of our registered directories), so none is left behind.
 /// It leads a process group of its own: the clang driver runs `cc1` and the linker as children,

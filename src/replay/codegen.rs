@@ -73,39 +73,10 @@ fn structors_to_init_array(module: &Module) {
     }
 }
 
-/// LLVM's coverage pass as `clang -O0 -fsanitize=fuzzer-no-link` runs it, with its options given
-/// to the pass (`native/sancov.cpp`): lld, which links inside this process then, resets LLVM's
-/// command-line options to their defaults at every link.
-#[cfg(apc_lld_inprocess)]
-fn instrument_for_coverage(module: &Module, _machine: &inkwell::targets::TargetMachine) -> Result<(), String> {
-    extern "C" {
-        fn apc_sancov_module(module: llvm_sys::prelude::LLVMModuleRef);
-    }
-    // SAFETY: a valid module of this thread's context, not used elsewhere meanwhile.
-    unsafe { apc_sancov_module(module.as_mut_ptr()) };
-    Ok(())
-}
-
-/// LLVM's coverage pass (`sancov-module`), its options set through LLVM's command-line options
-/// ([`SANCOV_OPTIONS`], once per process: nothing else here runs that pass, and without the
-/// in-process lld nothing resets them).
-#[cfg(not(apc_lld_inprocess))]
-fn instrument_for_coverage(module: &Module, machine: &inkwell::targets::TargetMachine) -> Result<(), String> {
-    static OPTIONS: std::sync::Once = std::sync::Once::new();
-    OPTIONS.call_once(|| {
-        let args: Vec<std::ffi::CString> = SANCOV_OPTIONS.iter().map(|a| std::ffi::CString::new(*a).expect("no NUL")).collect();
-        let argv: Vec<*const std::ffi::c_char> = args.iter().map(|a| a.as_ptr()).collect();
-        // SAFETY: valid C strings for the call's duration. The options are LLVM 19's (this
-        // binary links it statically), so parsing cannot fail (it would end the process).
-        unsafe { llvm_sys::support::LLVMParseCommandLineOptions(argv.len() as i32, argv.as_ptr(), std::ptr::null()) };
-    });
-    module.run_passes("sancov-module", machine, inkwell::passes::PassBuilderOptions::create()).map_err(|e| e.to_string())
-}
-
 /// The options of LLVM's coverage pass (`sancov-module`) that `clang -fsanitize=fuzzer-no-link`
 /// sets: edges and indirect calls (level 4), comparison tracing, inline 8-bit counters, the PC
-/// table, stack depth.
-#[cfg(not(apc_lld_inprocess))]
+/// table, stack depth. LLVM reads them from its command-line options only, so they are set
+/// once per process; nothing else here runs that pass.
 const SANCOV_OPTIONS: &[&str] = &[
     "apc-llvm",
     "-sanitizer-coverage-level=4",
@@ -121,6 +92,14 @@ const SANCOV_OPTIONS: &[&str] = &[
 /// `sections` ([`super::elf::rename_sections`]). What `clang` and `llvm-objcopy` did in two
 /// processes (30 ms and two process starts, beside the engines) in this one.
 pub fn compile_fuzz_object(bitcode: &[u8], obj: &Path, rename: &[(String, String)], sections: &[(&str, &str)], work_tick: &str) -> Result<(), String> {
+    static OPTIONS: std::sync::Once = std::sync::Once::new();
+    OPTIONS.call_once(|| {
+        let args: Vec<std::ffi::CString> = SANCOV_OPTIONS.iter().map(|a| std::ffi::CString::new(*a).expect("no NUL")).collect();
+        let argv: Vec<*const std::ffi::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        // SAFETY: valid C strings for the call's duration. The options are LLVM 19's (this
+        // binary links it statically), so parsing cannot fail (it would end the process).
+        unsafe { llvm_sys::support::LLVMParseCommandLineOptions(argv.len() as i32, argv.as_ptr(), std::ptr::null()) };
+    });
     let context = Context::create();
     let buffer = MemoryBuffer::create_from_memory_range_copy(bitcode, "program.bc");
     let module = Module::parse_bitcode_from_buffer(&buffer, &context).map_err(|e| e.to_string())?;
@@ -136,7 +115,7 @@ pub fn compile_fuzz_object(bitcode: &[u8], obj: &Path, rename: &[(String, String
     insert_work_ticks(&module, work_tick)?;
     let machine = machine()?;
     module.set_triple(&machine.get_triple());
-    instrument_for_coverage(&module, &machine)?;
+    module.run_passes("sancov-module", &machine, inkwell::passes::PassBuilderOptions::create()).map_err(|e| e.to_string())?;
     // After the pass: its constructor registers the coverage counters with libFuzzer (in
     // `.ctors` nothing ran it, and libFuzzer saw no coverage at all).
     structors_to_init_array(&module);
@@ -236,33 +215,6 @@ mod tests {
             assert!(symbols.lines().any(|l| l.ends_with(&format!(" {want}"))), "no {want} in\n{symbols}");
         }
         assert!(!symbols.lines().any(|l| l.ends_with(" memcmp")), "{symbols}");
-    }
-
-    /// lld's driver, linking inside this process, resets LLVM's command-line options: the
-    /// fuzzing object compiled after a link is instrumented as the one before it.
-    #[cfg(apc_lld_inprocess)]
-    #[test]
-    fn a_link_in_the_process_leaves_the_fuzzing_object_instrumented() {
-        let dir = tempfile::tempdir().unwrap();
-        let bc = std::fs::read(bitcode_of(dir.path(), "int g; int f(int x) { if (x == 1234) g = 1; return g; }\n")).unwrap();
-        let symbols_of = |obj: &Path| {
-            let nm = std::process::Command::new(crate::load::input::llvm_tool("llvm-nm")).arg(obj).output().unwrap();
-            String::from_utf8_lossy(&nm.stdout).into_owned()
-        };
-        for round in 0..2 {
-            let obj = dir.path().join(format!("p{round}.o"));
-            compile_fuzz_object(&bc, &obj, &[], &[], "tick").unwrap();
-            let symbols = symbols_of(&obj);
-            for want in ["__sanitizer_cov_trace_const_cmp4", "__sancov_lowest_stack"] {
-                assert!(symbols.lines().any(|l| l.ends_with(&format!(" {want}"))), "round {round}: no {want} in\n{symbols}");
-            }
-            let sections = super::super::elf::section_names(&std::fs::read(&obj).unwrap()).unwrap();
-            assert!(sections.iter().any(|s| s == "__sancov_cntrs"), "round {round}: {sections:?}");
-            // A relocatable link of the object: lld's driver runs in the process.
-            let args: Vec<String> = vec!["-r".into(), "-o".into(), dir.path().join(format!("r{round}.o")).display().to_string(), obj.display().to_string()];
-            let out = super::super::toolchain::inprocess::link_waiting(&args).expect("linked in the process").unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        }
     }
 
     /// Work ticks: one at each function's entry and one at each block a backward edge enters

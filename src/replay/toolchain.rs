@@ -18,11 +18,9 @@
 //!   once into a shared object kept here ([`kept_shared_object`]), each fuzzing executable is a
 //!   dynamic link of two small objects (about 10 ms).
 //!
-//! A kept line that names `ld.lld` runs lld inside this process when `build.rs` could link it
-//! in (`inprocess`: no linker starts at all; a second link while one runs, and every link
-//! after one lld could not end cleanly, run as processes), else the statically linked lld
-//! that `build.rs` built, when there is one ([`linker`]): the same lld 19, starting in 7-12 ms
-//! instead of 10-30 (the system's loads libLLVM-19.so).
+//! A kept line that names `ld.lld` runs the statically linked lld that `build.rs` built, when
+//! there is one ([`linker`]): the same lld 19, starting in 2 ms instead of 10 (the system's
+//! loads libLLVM-19.so).
 //!
 //! Both are keyed by the compiler's identity (its canonical path, size and modification time),
 //! so an upgraded clang starts afresh. A kept link line that fails for any reason other than
@@ -164,126 +162,12 @@ pub(crate) fn link(args: &[&OsStr], dir: &Path) -> Result<std::process::Output> 
     Ok(out)
 }
 
-/// Runs a kept link line in `dir`: inside this process when the line's linker is `ld.lld` and
-/// lld is linked in ([`inprocess`]), else as a process.
+/// Runs a kept link line in `dir`.
 fn run_line(line: &[String], dir: &Path) -> Result<std::process::Output> {
     let d = dir.to_string_lossy();
     let args: Vec<String> = line[1..].iter().map(|a| a.replace(DIR, &d)).collect();
-    let named = PathBuf::from(line[0].replace(DIR, &d));
-    if named.file_name() == Some(OsStr::new("ld.lld")) {
-        if let Some(out) = inprocess::link(&args) {
-            return out;
-        }
-    }
     let refs: Vec<&OsStr> = args.iter().map(|a| a.as_ref()).collect();
-    run_tool(&linker(&named), &refs, dir)
-}
-
-/// lld's ELF linker inside this process (`native/lld_inprocess.cpp`, built by `build.rs` when
-/// Debian's `liblld-19-dev` is installed).
-///
-/// Why: a replay executable's link is 20-30 ms of CPU, of which starting even the statically
-/// linked `ld.lld` took 7-12 (page faults, LLVM's static constructors); every reachable verdict
-/// waits for that link, and the portfolio's fuzzing build links beside it on the same two
-/// cores. This process holds LLVM already.
-///
-/// lld links one thing at a time per process: a link that comes while another runs in the
-/// process runs as a process instead. A link lld
-/// could not finish cleanly (a fatal error, a crash: lld's state may be broken) turns the
-/// in-process linker off for the rest of the process; that link and every later one then run
-/// as processes. `APC_LLVM_INPROCESS_LLD=0` turns it off from the start.
-pub(crate) mod inprocess {
-    use crate::error::{Error, Result};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Mutex;
-    use tracing::debug;
-
-    /// Cleared when a link left lld's state broken.
-    static USABLE: AtomicBool = AtomicBool::new(true);
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-    #[cfg(apc_lld_inprocess)]
-    extern "C" {
-        fn apc_lld_link(argc: i32, argv: *const *const std::ffi::c_char, diagnostics: *mut *mut std::ffi::c_char, can_run_again: *mut i32) -> i32;
-        fn apc_lld_free(p: *mut std::ffi::c_char);
-    }
-
-    fn wanted() -> bool {
-        static WANTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        cfg!(apc_lld_inprocess) && *WANTED.get_or_init(|| !matches!(std::env::var("APC_LLVM_INPROCESS_LLD").as_deref(), Ok("0" | "off")))
-    }
-
-    /// The link of `args` (ld.lld's arguments, without the program name) as a process's output
-    /// would be: status, stdout empty, lld's messages as stderr. `None` when the caller must run
-    /// the linker as a process.
-    pub(super) fn link(args: &[String]) -> Option<Result<std::process::Output>> {
-        // A link while another is under way runs as a process beside it: waiting for the
-        // other (the fuzzing executable's beside the replay's) cost the fuzzer alone 5-10 ms.
-        let turn = match ONE_AT_A_TIME.try_lock() {
-            Ok(turn) => turn,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        link_in_turn(args, turn)
-    }
-
-    /// [`link`], waiting for a link under way to end rather than leaving this one to a process.
-    #[cfg(test)]
-    pub(crate) fn link_waiting(args: &[String]) -> Option<Result<std::process::Output>> {
-        link_in_turn(args, ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    fn link_in_turn(args: &[String], _turn: std::sync::MutexGuard<'_, ()>) -> Option<Result<std::process::Output>> {
-        if !wanted() || !USABLE.load(Ordering::SeqCst) {
-            return None;
-        }
-        // What `cleanup::output` refuses for a process (the analysis is over, the build was
-        // abandoned) is refused here too.
-        if let Err(e) = crate::cleanup::may_start_helper() {
-            return Some(Err(Error::internal(format!("cannot run ld.lld: {e}"))));
-        }
-        // No limit on the number of errors: lld ends the link with a fatal error at its limit
-        // (20 by default), and the replay's stubbing reads every undefined symbol.
-        let mut argv: Vec<std::ffi::CString> = Vec::with_capacity(args.len() + 2);
-        for a in std::iter::once("ld.lld").chain(args.iter().map(String::as_str)).chain(std::iter::once("--error-limit=0")) {
-            argv.push(std::ffi::CString::new(a).ok()?);
-        }
-        let started = std::time::Instant::now();
-        let (code, text, again) = call(&argv)?;
-        debug!(code, elapsed = ?started.elapsed(), output = args.iter().position(|a| a == "-o").and_then(|k| args.get(k + 1)).map_or("", String::as_str), "linked in the process");
-        if !again {
-            USABLE.store(false, Ordering::SeqCst);
-            debug!(code, %text, "the in-process lld cannot run again; linking with a process from now on");
-            return None;
-        }
-        use std::os::unix::process::ExitStatusExt;
-        Some(Ok(std::process::Output { status: std::process::ExitStatus::from_raw((code & 0xff) << 8), stdout: vec![], stderr: text.into_bytes() }))
-    }
-
-    /// One call of the shim: (exit code, messages, whether lld can run again).
-    #[cfg(apc_lld_inprocess)]
-    fn call(argv: &[std::ffi::CString]) -> Option<(i32, String, bool)> {
-        let ptrs: Vec<*const std::ffi::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-        let mut diagnostics: *mut std::ffi::c_char = std::ptr::null_mut();
-        let mut again: i32 = 0;
-        // SAFETY: `ptrs` holds `argv.len()` valid C strings that outlive the call; the shim
-        // writes both out-parameters; calls are serialised by `ONE_AT_A_TIME`.
-        let code = unsafe { apc_lld_link(ptrs.len() as i32, ptrs.as_ptr(), &mut diagnostics, &mut again) };
-        let text = if diagnostics.is_null() {
-            String::new()
-        } else {
-            // SAFETY: a NUL-terminated string the shim allocated; freed once, by the shim.
-            let t = unsafe { std::ffi::CStr::from_ptr(diagnostics) }.to_string_lossy().into_owned();
-            unsafe { apc_lld_free(diagnostics) };
-            t
-        };
-        Some((code, text, again != 0))
-    }
-
-    #[cfg(not(apc_lld_inprocess))]
-    fn call(_argv: &[std::ffi::CString]) -> Option<(i32, String, bool)> {
-        None
-    }
+    run_tool(&linker(Path::new(&line[0].replace(DIR, &d))), &refs, dir)
 }
 
 /// The program to run for the linker `named` by clang's driver: the statically linked lld of
@@ -443,64 +327,5 @@ mod tests {
         assert!(Path::new(&line[0]).file_name().unwrap().to_string_lossy().contains("ld"), "{line:?}");
         assert!(line.iter().any(|a| a == &format!("{DIR}/m")), "{line:?}");
         assert!(!line.iter().any(|a| a.contains(d.to_str().unwrap())), "{line:?}");
-    }
-
-    /// The in-process linker links a program that runs; a link with undefined symbols fails
-    /// with every one of them named (more than lld's default limit of 20), and the next link
-    /// still runs in the process; a corrupt input fails the link without ending the process.
-    #[cfg(apc_lld_inprocess)]
-    #[test]
-    fn the_linker_runs_in_the_process_again_and_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let calls: String = (0..25).map(|k| format!("int u{k}(void);")).collect::<String>() + "int missing(void) { return 0" + &(0..25).map(|k| format!(" + u{k}()")).collect::<String>() + "; }\n";
-        for (name, src) in [("m", "int main(void) { return 7; }\n"), ("bad", calls.as_str())] {
-            std::fs::write(d.join(format!("{name}.c")), src).unwrap();
-            let st = std::process::Command::new(clang_path()).arg("-c").arg(d.join(format!("{name}.c"))).arg("-o").arg(d.join(format!("{name}.o"))).status().unwrap();
-            assert!(st.success());
-        }
-        // ld.lld's arguments for a static executable of `objects` (crt files from the driver).
-        let lld_args = |objects: &[&str], exe: &str| -> Vec<String> {
-            let mut probe: Vec<std::ffi::OsString> = vec!["-###".into()];
-            probe.extend(super::super::static_link_args().iter().map(|a| a.to_os_string()));
-            probe.extend(objects.iter().map(|o| d.join(o).into_os_string()));
-            probe.extend(["-o".into(), d.join(exe).into_os_string()]);
-            let shown = std::process::Command::new(clang_path()).args(&probe).output().unwrap();
-            linker_line(&String::from_utf8_lossy(&shown.stderr)).unwrap()[1..].to_vec()
-        };
-        let out = inprocess::link_waiting(&lld_args(&["m.o"], "m")).expect("linked in the process").unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(std::process::Command::new(d.join("m")).status().unwrap().code(), Some(7));
-
-        let out = inprocess::link_waiting(&lld_args(&["m.o", "bad.o"], "bad")).expect("linked in the process").unwrap();
-        assert!(!out.status.success());
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        for k in 0..25 {
-            assert!(stderr.contains(&format!("undefined symbol: u{k}\n")), "u{k} not named:\n{stderr}");
-        }
-        assert!(!d.join("bad").exists());
-
-        std::fs::remove_file(d.join("m")).unwrap();
-        let out = inprocess::link_waiting(&lld_args(&["m.o"], "m")).expect("still in the process").unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(std::process::Command::new(d.join("m")).status().unwrap().code(), Some(7));
-
-        // An object that is not one: lld's parse errors may be fatal; either way the link
-        // fails and this process goes on.
-        // m.o with its section header table past the end of the file.
-        let mut junk = std::fs::read(d.join("m.o")).unwrap();
-        junk[0x28..0x30].copy_from_slice(&(1u64 << 40).to_le_bytes());
-        std::fs::write(d.join("junk.o"), &junk).unwrap();
-        if let Some(out) = inprocess::link_waiting(&lld_args(&["m.o", "junk.o"], "junk")) {
-            assert!(!out.unwrap().status.success());
-        }
-        assert!(!d.join("junk").exists());
-        // Whatever became of the in-process linker, links go on.
-        let mut args = super::super::static_link_args();
-        let (obj, exe) = (d.join("m.o"), d.join("m2"));
-        args.extend([obj.as_os_str(), "-o".as_ref(), exe.as_os_str()]);
-        let out = link(&args, d).unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(std::process::Command::new(&exe).status().unwrap().code(), Some(7));
     }
 }

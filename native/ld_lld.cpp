@@ -1,7 +1,8 @@
 // A statically linked ld.lld for the native builds (see build.rs and
 // src/replay/toolchain.rs). Debian's /usr/bin/ld.lld links libLLVM-19.so dynamically and spends
-// about 10 ms of each start relocating it; this one starts in about 2 ms, which is a third of
-// linking a replay executable and comes twice per analysis (the replay and the fuzzing build).
+// 10-30 ms of each start relocating it; this one starts in 5-12 ms of CPU (session 38's
+// measurement: page faults and LLVM's static constructors), a third of linking a replay
+// executable, and comes twice per analysis (the replay and the fuzzing build).
 // The same lld 19 library: the link itself is the same.
 #include "lld/Common/Driver.h"
 #include "llvm/Support/raw_ostream.h"

@@ -19,7 +19,7 @@
 //!   dynamic link of two small objects (about 10 ms).
 //!
 //! A kept line that names `ld.lld` runs the statically linked lld that `build.rs` built, when
-//! there is one ([`linker`]): the same lld 19, starting in 2 ms instead of 10 (the system's
+//! there is one ([`linker`]): the same lld 19, starting in 5-12 ms of CPU instead of 10-30 (the system's
 //! loads libLLVM-19.so).
 //!
 //! Both are keyed by the compiler's identity (its canonical path, size and modification time),

@@ -187,6 +187,36 @@ impl<'a> Executor<'a> {
         }
     }
 
+    /// The flag that input object `obj` (a parameter's buffer or a pointee) is NULL: a caller
+    /// may pass NULL for any pointer, and a pointer field may hold it. `None` for the program's
+    /// own objects. The name follows the object's path from its parameter, as its array's does.
+    pub fn null_flag(&self, st: &DseState, obj: u32) -> Option<Bool> {
+        let mut path = vec![];
+        let mut at = obj;
+        loop {
+            match st.objects.get(at as usize)?.kind {
+                ObjKind::ParamBuffer { param } => {
+                    path.reverse();
+                    let tail: String = path.iter().map(|o: &u64| format!(".{o}")).collect();
+                    return Some(Bool::new_const(format!("dse.null.{param}{tail}")));
+                }
+                ObjKind::Pointee { parent, offset } => {
+                    path.push(offset);
+                    at = parent;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The offset at which a pointer into input object `obj` is the pointer the input passes.
+    fn input_start(&self, st: &DseState, obj: u32) -> u64 {
+        match st.objects[obj as usize].kind {
+            ObjKind::ParamBuffer { param } => self.program.function.params[param].front_bytes,
+            _ => 0,
+        }
+    }
+
     /// Lazy initialisation: a pointer loaded from eight untouched input bytes at `offset` of
     /// input object `obj` points to a fresh input buffer of its own (never NULL and never into
     /// another object: so the search is no longer exhaustive, see `inexact`). The parent's bytes
@@ -225,7 +255,12 @@ impl<'a> Executor<'a> {
                         .map(|i| model.eval(&arr.select(&BV::from_u64(i, 64)).as_bv().expect("bytes"), true).and_then(|v| v.as_u64()).unwrap_or(0) as u8)
                         .collect();
                     bytes.extend(std::iter::repeat_n(0, crate::witness::BUFFER_SLACK));
-                    out.push(crate::witness::Pointee { offset, bytes, pointees: self.pointees_of(st, k as u32, model) });
+                    let null = self.null_flag(st, k as u32).and_then(|f| model.eval(&f, true)).and_then(|b| b.as_bool()) == Some(true);
+                    out.push(if null {
+                        crate::witness::Pointee::holding(offset, crate::witness::SlotValue::Null)
+                    } else {
+                        crate::witness::Pointee::buffer(offset, bytes, self.pointees_of(st, k as u32, model))
+                    });
                 }
             }
         }
@@ -396,7 +431,7 @@ impl<'a> Executor<'a> {
             }
             InstKind::ICmp { pred, lhs, rhs } => {
                 let (a, b) = (self.operand(st, lhs)?, self.operand(st, rhs)?);
-                Val::Int(self.compare(*pred, a, b)?)
+                Val::Int(self.compare(st, *pred, a, b)?)
             }
             InstKind::Select { cond, then_val, else_val } => {
                 let c = self.int(st, cond)?;
@@ -474,12 +509,20 @@ impl<'a> Executor<'a> {
         }))
     }
 
-    fn compare(&self, pred: IntPredicate, a: Val, b: Val) -> Result<IntV, Stop> {
+    fn compare(&self, st: &DseState, pred: IntPredicate, a: Val, b: Val) -> Result<IntV, Stop> {
         use IntPredicate::*;
         Ok(match (a, b) {
             (Val::Int(x), Val::Int(y)) => IntV::cmp(pred, &x, &y),
             (Val::Null, Val::Null) => IntV::cmp(pred, &IntV::c(64, 0), &IntV::c(64, 0)),
             (Val::Ptr { obj: o1, off: x }, Val::Ptr { obj: o2, off: y }) if o1 == o2 => IntV::cmp(pred, &x, &y),
+            // An input pointer is NULL when its flag says so and it was not moved.
+            (Val::Ptr { obj, off }, Val::Null) | (Val::Null, Val::Ptr { obj, off }) if matches!(pred, Eq | Ne) && self.null_flag(st, obj).is_some() => {
+                let flag = self.null_flag(st, obj).expect("checked");
+                let start = IntV::c(64, self.input_start(st, obj));
+                let at_start = IntV::cmp(Eq, &off, &start).truthy();
+                let null = Bool::and(&[&flag, &at_start]);
+                IntV::from_bool(&if pred == Eq { null } else { null.not() })
+            }
             // An object is never at address 0.
             (Val::Ptr { .. }, Val::Null) | (Val::Null, Val::Ptr { .. }) if matches!(pred, Eq | Ne) => IntV::c(1, (pred == Ne) as u64),
             _ => return give_up("comparison of pointers into different objects"),

@@ -272,6 +272,11 @@ fn witness_of(program: &Program, names: &Names, exec: &Executor, st: &DseState, 
                 }
                 // Buffers the search created behind pointers read from this one.
                 let obj = st.objects.iter().position(|o| o.kind == state::ObjKind::ParamBuffer { param: k });
+                let null = obj.and_then(|o| exec.null_flag(st, o as u32)).and_then(|f| model.eval(&f, true)).and_then(|b| b.as_bool());
+                if null == Some(true) && p.buffer_bytes.is_none() {
+                    params.push(ParamInput::Null { name: p.name.clone() });
+                    continue;
+                }
                 let pointees = obj.map_or_else(Vec::new, |o| exec.pointees_of(st, o as u32, model));
                 params.push(ParamInput::Buffer { name: p.name.clone(), bytes, pointees, front });
             }

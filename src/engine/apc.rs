@@ -783,6 +783,19 @@ fn block(pool: &mut ExprPool, program: &Program, apc: &Apc, w: &Witness) -> Opti
                     }
                 }
             }
+            ParamInput::Null { .. } | ParamInput::Function { .. } => {
+                // Another pointer: another address (NULL, another function or a buffer).
+                let obj = apc.inputs.param_buffer_object(&p.name).map(|o| o.id);
+                if let Some(a) = obj.and_then(|o| apc.inputs.address_symbol(o)) {
+                    let was = match input {
+                        ParamInput::Function { function, .. } => apc.inputs.function_addresses().iter().find(|(_, n)| n == function).map(|(s, _)| *s),
+                        _ => Some(pool.bv(64, 0)),
+                    };
+                    if let Some(was) = was {
+                        differs.push(pool.cmp(IntPredicate::Ne, a, was));
+                    }
+                }
+            }
             ParamInput::Zero { .. } => {}
         }
     }

@@ -440,7 +440,7 @@ mod tests {
             in_cycle: vec![],
         };
         let declared: Vec<String> = ["strcmp", "exit", "__VERIFIER_nondet_char", "puts"].iter().map(|s| s.to_string()).collect();
-        let spec = DriverSpec { function: &f, call_name: "f", declared: &declared, targets: &[] };
+        let spec = DriverSpec { function: &f, call_name: "f", declared: &declared, targets: &[], functions: &[] };
         let layout = InputLayout::new(&spec);
         let src = generate(&spec, &layout);
         assert!(src.contains("void apc_function_under_test(unsigned int, void *) __asm__(\"f\");"), "{src}");

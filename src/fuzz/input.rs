@@ -226,7 +226,7 @@ impl InputLayout {
                     // The strings as pointees of an array of argc + 1 null pointers, as an APC
                     // model gives them (replay passes them, see `replay::driver`).
                     let pointees = (1..argc)
-                        .map(|k| Pointee { offset: 8 * k as u64, bytes: r.buffer(&Shape::default(), MAX_DEPTH).0, pointees: vec![] })
+                        .map(|k| Pointee::buffer(8 * k as u64, r.buffer(&Shape::default(), MAX_DEPTH).0, vec![]))
                         .collect();
                     ParamInput::Buffer { name: name.clone(), bytes: vec![0; 8 * (argc + 1)], pointees, front: 0 }
                 }
@@ -427,7 +427,7 @@ impl Reader<'_> {
             .take(MAX_SLOTS)
             .map(|(offset, sub)| {
                 let (bytes, pointees) = self.buffer(sub, depth + 1);
-                Pointee { offset: *offset, bytes, pointees }
+                Pointee::buffer(*offset, bytes, pointees)
             })
             .collect();
         (bytes, pointees)
@@ -457,7 +457,7 @@ mod tests {
 
     fn layout(f: &Function, declared: &[&str]) -> InputLayout {
         let declared: Vec<String> = declared.iter().map(|s| s.to_string()).collect();
-        InputLayout::new(&DriverSpec { function: f, call_name: "f", declared: &declared, targets: &[] })
+        InputLayout::new(&DriverSpec { function: f, call_name: "f", declared: &declared, targets: &[], functions: &[] })
     }
 
     fn slack(data: &[u8]) -> Vec<u8> {
@@ -659,7 +659,7 @@ mod tests {
     #[test]
     fn main_with_arguments_takes_argc_and_one_string_per_argument() {
         let f = function(vec![("argc", Ty::Int(32)), ("argv", Ty::Ptr)]);
-        let l = InputLayout::new(&DriverSpec { function: &f, call_name: crate::load::REPLAY_MAIN, declared: &[], targets: &[] });
+        let l = InputLayout::new(&DriverSpec { function: &f, call_name: crate::load::REPLAY_MAIN, declared: &[], targets: &[], functions: &[] });
         assert!(matches!(l.params[1], ParamSlot::Argv { .. }));
         // argc 3: two strings ("-x", ""), then the nondet stream.
         let bytes = [3, 0, 0, 0, 2, b'-', b'x', 0, 9];

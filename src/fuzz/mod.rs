@@ -317,6 +317,7 @@ impl Fuzzer {
             call_name: &loaded.replay_function,
             declared: &loaded.declared_functions,
             targets: &loaded.target_blocks,
+            functions: &loaded.function_table,
         };
         let layout = InputLayout::new(&spec);
         let runtime = fuzzer_runtime()?;

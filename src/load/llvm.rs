@@ -268,11 +268,42 @@ pub fn users(v: Value) -> Vec<Value> {
 
 /// Whether function `f` is used otherwise than as the callee of a direct call (its address is
 /// taken: stored, passed, in an initialiser).
+/// A dispatcher's comparison with `f` (see `devirt`) does not count: it stands for an indirect
+/// call that now calls `f` directly.
 pub fn address_taken(f: Value) -> bool {
     users(f).into_iter().any(|u| {
-        let direct_call = unsafe { !LLVMIsACallInst(u).is_null() } && called_value(u) == f && (0..call_arg_count(u)).all(|k| operand(u, k) != f);
-        !direct_call
+        let dispatch = unsafe { !LLVMIsAICmpInst(u).is_null() } && value_name(unsafe { LLVMGetBasicBlockParent(LLVMGetInstructionParent(u)) }).starts_with(super::devirt::DISPATCH_PREFIX);
+        !is_direct_call_of(u, f) && !dispatch
     })
+}
+
+fn is_direct_call_of(u: Value, f: Value) -> bool {
+    (unsafe { !LLVMIsACallInst(u).is_null() }) && called_value(u) == f && (0..call_arg_count(u)).all(|k| operand(u, k) != f)
+}
+
+/// Whether function `f` is used as a value anywhere (a dispatcher's comparison included): a
+/// pointer in the program may then hold its address.
+pub fn used_as_value(f: Value) -> bool {
+    users(f).into_iter().any(|u| !is_direct_call_of(u, f))
+}
+
+/// Adds a constant global `name`, an array of the addresses of `fns` with external linkage.
+pub fn add_function_table(m: LLVMModuleRef, name: &str, fns: &[Value]) -> Value {
+    unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let ptr = LLVMPointerTypeInContext(ctx, 0);
+        let mut elems = fns.to_vec();
+        let init = LLVMConstArray2(ptr, elems.as_mut_ptr(), elems.len() as u64);
+        let cname = std::ffi::CString::new(name).unwrap();
+        let g = LLVMAddGlobal(m, LLVMTypeOf(init), cname.as_ptr());
+        LLVMSetInitializer(g, init);
+        LLVMSetGlobalConstant(g, 1);
+        g
+    }
+}
+
+pub fn delete_global(g: Value) {
+    unsafe { LLVMDeleteGlobal(g) }
 }
 
 pub fn called_value(call: Value) -> Value {
@@ -728,4 +759,106 @@ mod tests {
         assert_eq!(after.0.map(|h| h as usize), before.0.map(|h| h as usize), "handler restored after an error");
         assert!(after.1.is_null());
     }
+}
+
+/// The function type call `call` calls through.
+pub fn called_function_type(call: Value) -> Type {
+    unsafe { LLVMGetCalledFunctionType(call) }
+}
+
+/// The function type of function `f`.
+pub fn function_type(f: Value) -> Type {
+    unsafe { LLVMGlobalGetValueType(f) }
+}
+
+pub fn is_var_arg(fnty: Type) -> bool {
+    unsafe { LLVMIsFunctionVarArg(fnty) != 0 }
+}
+
+/// Whether call `call` passes an argument with an ABI attribute that a plain forwarding call
+/// would lose (`byval`, `sret`, `inalloca`, `preallocated`, `byref`), or is a `musttail` call.
+pub fn call_has_abi_attributes(call: Value) -> bool {
+    unsafe {
+        if LLVMGetTailCallKind(call) == llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail {
+            return true;
+        }
+        let n = LLVMGetNumArgOperands(call);
+        ["byval", "sret", "inalloca", "preallocated", "byref"].iter().any(|a| {
+            let kind = LLVMGetEnumAttributeKindForName(a.as_ptr() as *const _, a.len());
+            (1..=n).any(|k| !LLVMGetCallSiteEnumAttribute(call, k, kind).is_null())
+        })
+    }
+}
+
+/// Replaces the indirect call `call` (callee operand `fp`, function type `fnty`) by a call of a
+/// new internal function `name` that compares `fp` with each of `candidates` (functions of
+/// type `fnty`) and calls the first equal one directly, else calls `fp` as before. Returns the
+/// dispatcher. The dispatcher has no debug information; its calls take the call site's line
+/// when it is inlined.
+pub fn replace_with_dispatcher(m: LLVMModuleRef, call: Value, name: &str, candidates: &[Value]) -> Value {
+    unsafe {
+        let ctx = LLVMGetModuleContext(m);
+        let fnty = LLVMGetCalledFunctionType(call);
+        let fp = LLVMGetCalledValue(call);
+        let ret = LLVMGetReturnType(fnty);
+        let n = LLVMCountParamTypes(fnty) as usize;
+        let mut ptys: Vec<Type> = vec![std::ptr::null_mut(); n];
+        if n > 0 {
+            LLVMGetParamTypes(fnty, ptys.as_mut_ptr());
+        }
+        let ptr = LLVMPointerTypeInContext(ctx, 0);
+        let mut dparams: Vec<Type> = std::iter::once(ptr).chain(ptys.iter().copied()).collect();
+        let dty = LLVMFunctionType(ret, dparams.as_mut_ptr(), dparams.len() as u32, 0);
+        let cname = std::ffi::CString::new(name).unwrap();
+        let d = LLVMAddFunction(m, cname.as_ptr(), dty);
+        LLVMSetLinkage(d, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+        let is_void = LLVMGetTypeKind(ret) == LLVMTypeKind::LLVMVoidTypeKind;
+        let b = LLVMCreateBuilderInContext(ctx);
+        let empty = c"";
+        let dfp = LLVMGetParam(d, 0);
+        let mut args: Vec<Value> = (0..n).map(|k| LLVMGetParam(d, k as u32 + 1)).collect();
+        let call_and_return = |b: LLVMBuilderRef, callee: Value, args: &mut Vec<Value>| {
+            let r = LLVMBuildCall2(b, fnty, callee, args.as_mut_ptr(), args.len() as u32, empty.as_ptr());
+            if is_void {
+                LLVMBuildRetVoid(b);
+            } else {
+                LLVMBuildRet(b, r);
+            }
+        };
+        let mut check = LLVMAppendBasicBlockInContext(ctx, d, c"apc.devirt.check".as_ptr());
+        for &f in candidates {
+            LLVMPositionBuilderAtEnd(b, check);
+            let is_f = LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntEQ, dfp, f, empty.as_ptr());
+            let direct = LLVMAppendBasicBlockInContext(ctx, d, c"apc.devirt.call".as_ptr());
+            let next = LLVMAppendBasicBlockInContext(ctx, d, c"apc.devirt.check".as_ptr());
+            LLVMBuildCondBr(b, is_f, direct, next);
+            LLVMPositionBuilderAtEnd(b, direct);
+            call_and_return(b, f, &mut args);
+            check = next;
+        }
+        LLVMPositionBuilderAtEnd(b, check);
+        call_and_return(b, dfp, &mut args);
+        // The call site: the same arguments, the pointer first.
+        LLVMPositionBuilderBefore(b, call);
+        let mut cargs: Vec<Value> = std::iter::once(fp).chain((0..n).map(|k| LLVMGetOperand(call, k as u32))).collect();
+        let new = LLVMBuildCall2(b, dty, d, cargs.as_mut_ptr(), cargs.len() as u32, empty.as_ptr());
+        let loc = LLVMInstructionGetDebugLoc(call);
+        if !loc.is_null() {
+            LLVMInstructionSetDebugLoc(new, loc);
+        }
+        if !is_void {
+            LLVMReplaceAllUsesWith(call, new);
+        }
+        LLVMInstructionEraseFromParent(call);
+        LLVMDisposeBuilder(b);
+        d
+    }
+}
+
+pub fn is_internal(f: Value) -> bool {
+    unsafe { matches!(LLVMGetLinkage(f), llvm_sys::LLVMLinkage::LLVMInternalLinkage | llvm_sys::LLVMLinkage::LLVMPrivateLinkage) }
+}
+
+pub fn is_intrinsic(f: Value) -> bool {
+    unsafe { LLVMGetIntrinsicID(f) != 0 }
 }

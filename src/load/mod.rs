@@ -17,6 +17,7 @@ pub mod assume;
 mod bounds;
 pub mod clib;
 pub mod comparisons;
+mod devirt;
 
 pub use input::{clang_path, llvm_tool, CLANG_ANALYSIS_FLAGS};
 pub use target::{TargetSpec, TARGET_MARKER};
@@ -39,6 +40,9 @@ pub struct Loaded {
     pub target_blocks: Vec<String>,
     /// Functions the module declares without a body (they come from the environment).
     pub declared_functions: Vec<String>,
+    /// The functions whose addresses the replay copy lists in [`FUNCTION_TABLE`], in order: what
+    /// a witness may pass as a function pointer.
+    pub function_table: Vec<String>,
     /// The name `--function` has in `instrumented_bitcode` (`main` is renamed, see
     /// [`REPLAY_MAIN`], so that replay can link its own `main`).
     pub replay_function: String,
@@ -49,6 +53,9 @@ pub struct Loaded {
     /// are unknown beyond it), for the report's reasons.
     pub recursion_cut: Option<recursion::Unrolling>,
 }
+
+/// The table of function addresses in the instrumented bitcode (see [`Loaded::function_table`]).
+pub const FUNCTION_TABLE: &str = "__apc_function_table";
 
 /// What `main` is called in the instrumented bitcode.
 pub const REPLAY_MAIN: &str = "__apc_main";
@@ -249,6 +256,8 @@ fn open_module<'ctx>(ctx: &'ctx Context, path: &Path, function: &str, options: &
             list_names(&defined)
         )));
     }
+    // Before targets are resolved: a target behind a function pointer is then behind a call.
+    devirt::devirtualize(module.as_mut_ptr(), function);
 
     Ok(module)
 }
@@ -334,6 +343,12 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     for (k, t) in resolved.iter().enumerate() {
         target::instrument(m, std::slice::from_ref(t), k as u32);
     }
+    // Functions a pointer may hold: a witness may pass one, and the replay driver finds it in
+    // a table added to the copy kept for replay (only there: in the analysed module the table
+    // would make every one of them look called from outside).
+    let table_functions: Vec<llvm::Value> =
+        llvm::functions(m).into_iter().filter(|&g| !llvm::is_intrinsic(g) && !llvm::value_name(g).starts_with("__apc") && llvm::used_as_value(g)).collect();
+    let function_table: Vec<String> = table_functions.iter().map(|&g| llvm::value_name(g)).collect();
     let declared_functions: Vec<String> = module
         .get_functions()
         .filter(|f| f.count_basic_blocks() == 0)
@@ -355,7 +370,9 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         f.set_linkage(inkwell::module::Linkage::External);
         llvm::set_value_name(f.as_value_ref(), &format!("{STATIC_PREFIX}{function}"));
     }
+    let table = llvm::add_function_table(m, FUNCTION_TABLE, &table_functions);
     let instrumented_bitcode = module.write_bitcode_to_memory().as_slice().to_vec();
+    llvm::delete_global(table);
     if let Some(f) = main {
         llvm::set_value_name(f.as_value_ref(), "main");
     }
@@ -460,5 +477,5 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         targets = program.function.target_blocks().len(),
         "lowered '{function}'"
     );
-    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, replay_function, assumptions, recursion_cut })
+    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, function_table, replay_function, assumptions, recursion_cut })
 }

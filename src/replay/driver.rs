@@ -14,7 +14,7 @@
 use crate::ir::{Function, ParamExt, Ty};
 use crate::load::TARGET_MARKER;
 use crate::symex::nondet_c_type;
-use crate::witness::{ParamInput, Pointee, Witness};
+use crate::witness::{ParamInput, Pointee, SlotValue, Witness};
 use std::fmt::Write;
 
 /// Exit status of a run that ended without reaching the target.
@@ -28,6 +28,8 @@ pub const EXIT_BAD_WITNESS: i32 = 4;
 const REPLAY_INPUT_MAX: usize = 16 << 20;
 /// Most buffers (parameter buffers and their pointees) one witness may hold.
 const REPLAY_MAX_BUFFERS: usize = 4096;
+/// The high bit of a slot's pointee word: the slot holds no buffer (see [`encode`]).
+const NOT_A_BUFFER: u64 = 1 << 63;
 /// Magic number at the start of an encoded witness ("APCW", version 1).
 const WITNESS_MAGIC: u64 = 0x0001_5743_5041;
 
@@ -55,9 +57,25 @@ pub struct DriverSpec<'a> {
     pub declared: &'a [String],
     /// Names of the targets, by number, for the comment header.
     pub targets: &'a [String],
+    /// The functions of the program's function table, in order (see
+    /// `load::Loaded::function_table`): a witness's function pointers index it.
+    pub functions: &'a [String],
 }
 
 impl DriverSpec<'_> {
+    /// The C expression of function `name`'s address: its entry of the program's table, NULL
+    /// when the table does not list it.
+    fn function_c(&self, name: &str) -> String {
+        match self.function_index(name) {
+            Some(k) => format!("apc_function({k}u)"),
+            None => "(void *)0".into(),
+        }
+    }
+
+    fn function_index(&self, name: &str) -> Option<usize> {
+        self.functions.iter().position(|f| f == name)
+    }
+
     /// `main(int argc, char **argv)`: the driver builds a real argv (see [`generate`]).
     pub(crate) fn is_main_with_args(&self) -> bool {
         let f = self.function;
@@ -184,6 +202,13 @@ fn prologue(spec: &DriverSpec, out: &mut String) {
         "static unsigned long long apc_token;\nstatic long apc_hit_fd = 3;\nvoid {TARGET_MARKER}(int id) {{\n  char msg[48] = \"hit \"; int n = 4;\n  for (int k = 60; k >= 0; k -= 4) msg[n++] = \"0123456789abcdef\"[(apc_token >> k) & 15];\n  msg[n++] = ' '; unsigned v = (unsigned)id; char tmp[12]; int t = 0;\n  do {{ tmp[t++] = (char)('0' + v % 10); v /= 10; }} while (v && t < 11);\n  while (t) msg[n++] = tmp[--t];\n  msg[n++] = '\\n';\n  apc_sys(1, apc_hit_fd, (long)msg, n);\n  apc_exit(0);\n}}"
     );
     out.push_str("static unsigned long long apc_next(void);\n");
+    // The program's function table (weak: a build without one passes NULL).
+    let _ = writeln!(
+        out,
+        "extern void *const {table}[] __attribute__((weak));\nstatic void *apc_function(unsigned long k) {{ return {table} && k < {n}ul ? {table}[k] : (void *)0; }}",
+        table = crate::load::FUNCTION_TABLE,
+        n = spec.functions.len()
+    );
     for name in spec.declared {
         if let Some(suffix) = name.strip_prefix("__VERIFIER_nondet_") {
             let ty = nondet_c_type(suffix).unwrap_or("long long");
@@ -264,7 +289,7 @@ struct Arena {
 
 /// Copies `bytes` into the arena at startup, then stores the address of each pointee buffer
 /// into its slot; returns the buffer's address expression.
-fn buffer_c(bytes: &[u8], pointees: &[Pointee], arena: &mut Arena, decls: &mut String) -> String {
+fn buffer_c(spec: &DriverSpec, bytes: &[u8], pointees: &[Pointee], arena: &mut Arena, decls: &mut String) -> String {
     let (k, at) = (arena.buffers, arena.used);
     arena.buffers += 1;
     arena.used += if bytes.is_empty() { 16 } else { (bytes.len() + 15) & !15 };
@@ -273,17 +298,22 @@ fn buffer_c(bytes: &[u8], pointees: &[Pointee], arena: &mut Arena, decls: &mut S
         let _ = writeln!(decls, "  for (unsigned long i = 0; i < {}; i++) apc_arena[{at} + i] = apc_init{k}[i];", bytes.len());
     }
     for p in pointees {
-        let child = buffer_c(&p.bytes, &p.pointees, arena, decls);
+        let child = match &p.holds {
+            Some(SlotValue::Null) => "(void *)0".to_string(),
+            Some(SlotValue::Function(f)) => spec.function_c(f),
+            None => buffer_c(spec, &p.bytes, &p.pointees, arena, decls),
+        };
         let _ = writeln!(decls, "  *(void **)(apc_arena + {at} + {}) = {child};", p.offset);
     }
     format!("(apc_arena + {at})")
 }
 
 /// The value expression of one parameter in the standalone test.
-fn param_c(p: &crate::ir::Param, input: Option<&ParamInput>, arena: &mut Arena, decls: &mut String) -> String {
+fn param_c(spec: &DriverSpec, p: &crate::ir::Param, input: Option<&ParamInput>, arena: &mut Arena, decls: &mut String) -> String {
     match (Passing::of(p), input) {
+        (Passing::Pointer, Some(ParamInput::Function { function, .. })) => spec.function_c(function),
         (Passing::Pointer, Some(ParamInput::Buffer { bytes, pointees, front, .. })) => {
-            let at = buffer_c(bytes, pointees, arena, decls);
+            let at = buffer_c(spec, bytes, pointees, arena, decls);
             if *front > 0 { format!("({at} + {front})") } else { at }
         }
         (Passing::Pointer, _) => "(void *)0".into(),
@@ -335,7 +365,7 @@ pub fn generate(spec: &DriverSpec, w: &Witness) -> String {
         decls.push_str(&argv_given_c(&argc.to_string(), "apc_given_argv"));
         vec![argc.to_string(), "apc_argv".into()]
     } else {
-        f.params.iter().enumerate().map(|(k, p)| param_c(p, w.params.get(k), &mut arena, &mut decls)).collect()
+        f.params.iter().enumerate().map(|(k, p)| param_c(spec, p, w.params.get(k), &mut arena, &mut decls)).collect()
     };
     if arena.buffers > 0 {
         let _ = writeln!(out, "static unsigned char apc_arena[{REPLAY_INPUT_MAX}ul] __attribute__((aligned(16)));");
@@ -428,8 +458,10 @@ static void apc_read_witness(void) {
   unsigned long nslots = apc_word();
   for (unsigned long s = 0; s < nslots; s++) {
     unsigned long b = apc_word(), off = apc_word(), child = apc_word();
-    if (b >= nbuf || child >= nbuf || off > APC_INPUT_MAX) apc_exit(APC_BAD);
-    *(void **)(apc_bufs[b] + off) = apc_bufs[child];
+    if (b >= nbuf || off > APC_INPUT_MAX || (child < (1ul << 63) && child >= nbuf)) apc_exit(APC_BAD);
+    /* The high bit: no buffer but NULL (all ones below it) or function k of the table. */
+    void *value = child >> 63 ? ((child & 0xfffffffful) == 0xfffffffful ? (void *)0 : apc_function(child & 0xfffffffful)) : apc_bufs[child];
+    *(void **)(apc_bufs[b] + off) = value;
   }
   unsigned long nparams = apc_word();
   if (nparams > 64) apc_exit(APC_BAD);
@@ -440,6 +472,7 @@ static void apc_read_witness(void) {
       if (b >= nbuf || front > apc_lens[b]) apc_exit(APC_BAD);
       apc_params[p] = (unsigned long long)(apc_bufs[b] + front);
     }
+    else if (tag == 3) apc_params[p] = (unsigned long long)apc_function((unsigned long)v);
     else apc_params[p] = tag == 0 ? v : 0ull;
   }
 }
@@ -473,15 +506,20 @@ static void apc_read_witness(void) {
 /// the run's hit message must carry; the nondet
 /// stream (count, values); the buffers (count, then per buffer its length and bytes padded to
 /// 8); the pointer slots (count, then buffer, offset, pointee buffer); the parameters (count,
-/// then per parameter a tag, 0 integer / 1 buffer / 2 zero, and its value or buffer index; a
-/// buffer's index has in its high 32 bits how many of its bytes lie in front of the address
-/// passed).
+/// then per parameter a tag, 0 integer / 1 buffer / 2 zero or NULL / 3 function, and its value,
+/// buffer index or function index; a buffer's index has in its high 32 bits how many of its
+/// bytes lie in front of the address passed). A slot's pointee word with its high bit set is no
+/// buffer: NULL when the low 32 bits are all ones, else a function index.
 pub fn encode(spec: &DriverSpec, w: &Witness, token: u64) -> Vec<u8> {
-    fn flatten<'a>(bytes: &'a [u8], pointees: &'a [Pointee], bufs: &mut Vec<&'a [u8]>, slots: &mut Vec<[u64; 3]>) -> u64 {
+    fn flatten<'a>(spec: &DriverSpec, bytes: &'a [u8], pointees: &'a [Pointee], bufs: &mut Vec<&'a [u8]>, slots: &mut Vec<[u64; 3]>) -> u64 {
         let me = bufs.len() as u64;
         bufs.push(bytes);
         for p in pointees {
-            let child = flatten(&p.bytes, &p.pointees, bufs, slots);
+            let child = match &p.holds {
+                Some(SlotValue::Null) => NOT_A_BUFFER | 0xffff_ffff,
+                Some(SlotValue::Function(f)) => spec.function_index(f).map_or(NOT_A_BUFFER | 0xffff_ffff, |k| NOT_A_BUFFER | k as u64),
+                None => flatten(spec, &p.bytes, &p.pointees, bufs, slots),
+            };
             // A slot that does not fit its buffer would write outside it: leave it out.
             if p.offset.checked_add(8).is_some_and(|end| end <= bytes.len() as u64) {
                 slots.push([me, p.offset, child]);
@@ -512,8 +550,12 @@ pub fn encode(spec: &DriverSpec, w: &Witness, token: u64) -> Vec<u8> {
                 (Passing::Pointer, Some(ParamInput::Buffer { bytes, pointees, front, .. })) => {
                     // The address passed is `front` bytes into the buffer.
                     let front = (*front).min(bytes.len() as u64);
-                    [1, flatten(bytes, pointees, &mut bufs, &mut slots) | front << 32]
+                    [1, flatten(spec, bytes, pointees, &mut bufs, &mut slots) | front << 32]
                 }
+                (Passing::Pointer, Some(ParamInput::Function { function, .. })) => match spec.function_index(function) {
+                    Some(k) => [3, k as u64],
+                    None => [2, 0],
+                },
                 (Passing::U32 | Passing::U64, Some(ParamInput::Int { value, .. })) => [0, passed_int(p, *value)],
                 _ => [2, 0],
             })
@@ -571,7 +613,7 @@ mod tests {
     #[test]
     fn encoding_lists_stream_buffers_slots_and_parameters() {
         let f = function("f", vec![("p", Ty::Ptr, ParamExt::None), ("c", Ty::Int(8), ParamExt::Sign)]);
-        let spec = DriverSpec { function: &f, call_name: "f", declared: &[], targets: &[] };
+        let spec = DriverSpec { function: &f, call_name: "f", declared: &[], targets: &[], functions: &[] };
         let w = Witness {
             params: vec![
                 ParamInput::Buffer {
@@ -600,7 +642,7 @@ mod tests {
     #[test]
     fn a_buffer_with_bytes_in_front_passes_an_address_inside_it() {
         let f = function("f", vec![("s", Ty::Ptr, ParamExt::None)]);
-        let spec = DriverSpec { function: &f, call_name: "f", declared: &[], targets: &[] };
+        let spec = DriverSpec { function: &f, call_name: "f", declared: &[], targets: &[], functions: &[] };
         let w = Witness { params: vec![ParamInput::Buffer { name: "s".into(), bytes: vec![1, 2, 3, 4], pointees: vec![], front: 3 }], nondet: vec![] };
         let words = words(&encode(&spec, &w, 9));
         // magic, token, stream 0, one buffer of 4 bytes (one word), no slots, one parameter:
@@ -612,7 +654,7 @@ mod tests {
     #[test]
     fn both_drivers_call_through_the_same_prototype() {
         let f = function("g", vec![("x", Ty::Int(64), ParamExt::None)]);
-        let spec = DriverSpec { function: &f, call_name: "g", declared: &["__VERIFIER_nondet_int".to_string()], targets: &[] };
+        let spec = DriverSpec { function: &f, call_name: "g", declared: &["__VERIFIER_nondet_int".to_string()], targets: &[], functions: &[] };
         let proto = "void apc_function_under_test(unsigned long long) __asm__(\"g\");";
         let replay = generate_replay(&spec);
         let standalone = generate(&spec, &Witness::default());

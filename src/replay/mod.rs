@@ -34,6 +34,7 @@ pub struct Replayer {
     call_name: String,
     declared: Vec<String>,
     targets: Vec<String>,
+    functions: Vec<String>,
     /// Stubs for functions the program calls but nobody defines (found at the first link).
     stubs: Option<String>,
     /// The functions `stubs` defines.
@@ -139,6 +140,7 @@ impl Replayer {
             call_name: loaded.replay_function.clone(),
             declared: loaded.declared_functions.clone(),
             targets: loaded.target_blocks.clone(),
+            functions: loaded.function_table.clone(),
             stubs: None,
             stubbed: vec![],
             runs: AtomicU32::new(0),
@@ -259,7 +261,7 @@ impl Replayer {
     }
 
     fn spec(&self) -> driver::DriverSpec<'_> {
-        driver::DriverSpec { function: &self.function, call_name: &self.call_name, declared: &self.declared, targets: &self.targets }
+        driver::DriverSpec { function: &self.function, call_name: &self.call_name, declared: &self.declared, targets: &self.targets, functions: &self.functions }
     }
 
     /// The standalone driver source for `w` (the regression test of `--emit-tests`).

@@ -320,6 +320,12 @@ impl Report {
                     crate::witness::ParamInput::Zero { name, c_type } => {
                         let _ = writeln!(out, "  {name} = 0 ({c_type})");
                     }
+                    crate::witness::ParamInput::Null { name } => {
+                        let _ = writeln!(out, "  {name} = NULL");
+                    }
+                    crate::witness::ParamInput::Function { name, function } => {
+                        let _ = writeln!(out, "  {name} = &{function}");
+                    }
                 }
             }
             if !w.nondet.is_empty() {
@@ -448,7 +454,12 @@ fn show_bytes(bytes: &[u8]) -> String {
 fn show_pointees(out: &mut String, name: &str, pointees: &[crate::witness::Pointee], shift: i64) {
     for p in pointees {
         let inner = format!("*({name} + {})", p.offset as i64 - shift);
-        let _ = writeln!(out, "  {inner} = {}", show_bytes(&p.bytes));
+        let shown = match &p.holds {
+            Some(crate::witness::SlotValue::Null) => "NULL".to_string(),
+            Some(crate::witness::SlotValue::Function(f)) => format!("&{f}"),
+            None => show_bytes(&p.bytes),
+        };
+        let _ = writeln!(out, "  {inner} = {shown}");
         show_pointees(out, &inner, &p.pointees, 0);
     }
 }

@@ -103,7 +103,10 @@ impl Executor<'_> {
     ) -> SymVal {
         let name = match callee {
             Callee::Direct(n) => n.as_str(),
-            Callee::Indirect(_) => {
+            Callee::Indirect(fp) => {
+                if let SymVal::Ptr { obj, .. } = self.operand(st, fp) {
+                    self.inputs.mark_function_pointer(obj);
+                }
                 st.havoc_all(self.pool, self.inputs);
                 return self.star_because(ty, || "the result of an indirect call".into());
             }

@@ -73,7 +73,7 @@ impl<'p> Executor<'p> {
                 SymVal::Ptr { obj, offset }
             }
             Operand::Null => SymVal::Null,
-            Operand::Function(_) => SymVal::Unknown,
+            Operand::Function(name) => SymVal::Addr(self.inputs.function_address(self.pool, name)),
             Operand::Undef(ty) | Operand::Unknown(ty) => self.star_of(ty),
         }
     }
@@ -319,6 +319,14 @@ impl<'p> Executor<'p> {
         if let (SymVal::Ptr { obj: o1, offset: x }, SymVal::Ptr { obj: o2, offset: y }) = (&a, &b) {
             if o1 == o2 && matches!(pred, Eq | Ne) {
                 return self.pool.cmp(pred, *x, *y);
+            }
+        }
+        // An input pointer compared with a function's address is a function pointer.
+        for (p, q) in [(&a, &b), (&b, &a)] {
+            if let (SymVal::Ptr { obj, .. }, SymVal::Addr(f)) = (p, q) {
+                if self.inputs.function_at_address(*f).is_some() {
+                    self.inputs.mark_function_pointer(*obj);
+                }
             }
         }
         let (Some(x), Some(y)) = (self.inputs.address_of(self.pool, &a), self.inputs.address_of(self.pool, &b)) else {

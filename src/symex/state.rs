@@ -93,6 +93,11 @@ pub struct Inputs {
     pub pure_calls: Vec<PureCall>,
     /// Library comparison results given a symbol of their own so far (`cmp#k`).
     pub(crate) comparison_results: u32,
+    /// Address symbols of the functions met (`&name()`), in the order met.
+    functions: Vec<(ExprId, String)>,
+    /// Input buffers whose pointer was compared with a function's address or called: function
+    /// pointers, which a witness sets to a function (or NULL), never to a buffer.
+    function_pointers: BTreeSet<ObjectId>,
 }
 
 /// One executed call of a `--pure` function: its result is the unknown `result`, tied to the
@@ -244,13 +249,64 @@ impl Inputs {
             let end = info.size.unwrap_or(1).min(ADDRESS_LIMIT);
             let limit = pool.bv(64, ADDRESS_LIMIT - end);
             let mut facts = vec![pool.cmp(IntPredicate::Ule, a, limit)];
-            if info.kind != ObjectKind::Heap {
-                let low = pool.bv(64, LOWEST_ADDRESS);
-                facts.push(pool.cmp(IntPredicate::Uge, a, low));
+            let low = pool.bv(64, LOWEST_ADDRESS);
+            let mapped = pool.cmp(IntPredicate::Uge, a, low);
+            if self.is_input_buffer(obj) {
+                // A caller may pass NULL for any pointer, and a pointer field may hold NULL.
+                let zero = pool.bv(64, 0);
+                let null = pool.eq(a, zero);
+                facts.push(pool.or([null, mapped]));
+            } else if info.kind != ObjectKind::Heap {
+                facts.push(mapped);
             }
             self.axioms.extend(facts);
         }
         a
+    }
+
+    /// The address of function `name`, a 64-bit symbol `&name()`: mapped, and distinct from
+    /// every other function's (the linker folds no two functions of a program here).
+    pub fn function_address(&mut self, pool: &mut ExprPool, name: &str) -> ExprId {
+        if let Some((a, _)) = self.functions.iter().find(|(_, n)| n == name) {
+            return *a;
+        }
+        let a = pool.symbol(&format!("&{name}()"), Sort::Bv(64), SymbolKind::Input);
+        let (low, limit) = (pool.bv(64, LOWEST_ADDRESS), pool.bv(64, ADDRESS_LIMIT - 1));
+        let facts = [pool.cmp(IntPredicate::Uge, a, low), pool.cmp(IntPredicate::Ule, a, limit)];
+        self.axioms.extend(facts);
+        for (b, _) in self.functions.clone() {
+            let same = pool.eq(a, b);
+            let differ = pool.not(same);
+            self.axioms.push(differ);
+        }
+        self.functions.push((a, name.to_string()));
+        a
+    }
+
+    /// The function whose address symbol is `a`.
+    pub fn function_at_address(&self, a: ExprId) -> Option<&str> {
+        self.functions.iter().find(|(s, _)| *s == a).map(|(_, n)| n.as_str())
+    }
+
+    /// The address symbols of the functions met, with their names.
+    pub fn function_addresses(&self) -> &[(ExprId, String)] {
+        &self.functions
+    }
+
+    /// Records that input buffer `obj`'s pointer is used as a function pointer.
+    pub fn mark_function_pointer(&mut self, obj: ObjectId) {
+        if self.is_input_buffer(obj) {
+            self.function_pointers.insert(obj);
+        }
+    }
+
+    pub fn is_function_pointer(&self, obj: ObjectId) -> bool {
+        self.function_pointers.contains(&obj)
+    }
+
+    /// The address symbol of `obj`, when something took its address.
+    pub fn address_symbol(&self, obj: ObjectId) -> Option<ExprId> {
+        self.addresses.iter().find(|(_, o)| **o == obj).map(|(a, _)| *a)
     }
 
     /// The object whose address symbol is `a`.

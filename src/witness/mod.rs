@@ -35,8 +35,20 @@ pub enum ParamInput {
         #[serde(skip_serializing_if = "is_zero")]
         front: u64,
     },
+    /// A pointer parameter passed as NULL.
+    Null { name: String },
+    /// A function-pointer parameter: the address of this function of the program.
+    Function { name: String, function: String },
     /// A parameter of a type the tool cannot build (floating point, ...): zero.
     Zero { name: String, c_type: String },
+}
+
+/// What a pointer slot holds when it is no buffer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SlotValue {
+    Null,
+    Function(String),
 }
 
 /// A buffer whose address is stored at byte `offset` of the enclosing buffer.
@@ -46,6 +58,19 @@ pub struct Pointee {
     pub bytes: Vec<u8>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pointees: Vec<Pointee>,
+    /// NULL or a function's address instead of a buffer (then `bytes` and `pointees` are empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holds: Option<SlotValue>,
+}
+
+impl Pointee {
+    pub fn buffer(offset: u64, bytes: Vec<u8>, pointees: Vec<Pointee>) -> Pointee {
+        Pointee { offset, bytes, pointees, holds: None }
+    }
+
+    pub fn holding(offset: u64, value: SlotValue) -> Pointee {
+        Pointee { offset, bytes: vec![], pointees: vec![], holds: Some(value) }
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -55,7 +80,11 @@ fn is_zero(n: &u64) -> bool {
 impl ParamInput {
     pub fn name(&self) -> &str {
         match self {
-            ParamInput::Int { name, .. } | ParamInput::Buffer { name, .. } | ParamInput::Zero { name, .. } => name,
+            ParamInput::Int { name, .. }
+            | ParamInput::Buffer { name, .. }
+            | ParamInput::Null { name }
+            | ParamInput::Function { name, .. }
+            | ParamInput::Zero { name, .. } => name,
         }
     }
 }
@@ -183,12 +212,37 @@ fn buffer_contents(
     bytes.extend(std::iter::repeat_n(0, BUFFER_SLACK));
     let pointees = slots
         .into_iter()
-        .map(|(offset, child)| {
-            let (bytes, pointees) = buffer_contents(apc, child, loads, m, None, None);
-            Pointee { offset, bytes, pointees }
+        .map(|(offset, child)| match pointer_value(apc, child, m) {
+            Some(v) => {
+                // The slot's bytes are the pointer's: zero for NULL, the driver's for a function.
+                if let Some(b) = bytes.get_mut(offset as usize..offset as usize + 8) {
+                    b.fill(0);
+                }
+                Pointee::holding(offset, v)
+            }
+            None => {
+                let (bytes, pointees) = buffer_contents(apc, child, loads, m, None, None);
+                Pointee::buffer(offset, bytes, pointees)
+            }
         })
         .collect();
     (bytes, pointees)
+}
+
+/// What an input pointer to `obj` is in the model when it is no buffer: NULL when its address
+/// is 0, a function when the program uses it as a function pointer (the one whose address it
+/// equals, else the first one the program mentions).
+fn pointer_value(apc: &Apc, obj: crate::symex::ObjectId, m: &mut ModelView) -> Option<SlotValue> {
+    let address = apc.inputs.address_symbol(obj).and_then(|a| m.eval(a));
+    if address == Some(0) {
+        return Some(SlotValue::Null);
+    }
+    if !apc.inputs.is_function_pointer(obj) {
+        return None;
+    }
+    let functions = apc.inputs.function_addresses();
+    let chosen = functions.iter().find(|(f, _)| address.is_some() && m.eval(*f) == address).or(functions.first());
+    Some(chosen.map_or(SlotValue::Null, |(_, name)| SlotValue::Function(name.clone())))
 }
 
 /// Builds the witness from a model of `solved` (the APC or its unfolding, with any extra
@@ -211,6 +265,13 @@ pub fn from_model(program: &Program, apc: &Apc, pool: &ExprPool, solved: ExprId,
             Ty::Int(w) => {
                 let value = apc.inputs.param_input(&p.name).and_then(|s| m.eval(s)).unwrap_or(0);
                 params.push(ParamInput::Int { name: p.name.clone(), width: *w, value });
+            }
+            Ty::Ptr if p.buffer_bytes.is_none() && apc.inputs.param_buffer_object(&p.name).is_some_and(|o| pointer_value(apc, o.id, m).is_some()) => {
+                let obj = apc.inputs.param_buffer_object(&p.name).expect("checked").id;
+                params.push(match pointer_value(apc, obj, m) {
+                    Some(SlotValue::Function(function)) => ParamInput::Function { name: p.name.clone(), function },
+                    _ => ParamInput::Null { name: p.name.clone() },
+                });
             }
             Ty::Ptr => {
                 let tied = tied_len(k, m);

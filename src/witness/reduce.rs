@@ -120,7 +120,7 @@ pub fn size(w: &Witness) -> u64 {
         .map(|p| match p {
             ParamInput::Buffer { bytes, pointees: ps, .. } => data(bytes).len() as u64 + pointees(ps),
             ParamInput::Int { width, value, .. } => magnitude(*width, *value).checked_ilog2().map_or(0, |b| b as u64 / 8 + 1),
-            ParamInput::Zero { .. } => 0,
+            ParamInput::Zero { .. } | ParamInput::Null { .. } | ParamInput::Function { .. } => 0,
         })
         .sum();
     params + w.nondet.len() as u64
@@ -558,7 +558,10 @@ fn bytes_at_mut<'w>(w: &'w mut Witness, path: &[usize]) -> Option<&'w mut Vec<u8
 /// `w` with every buffer as its data followed by exactly [`BUFFER_SLACK`] zeros.
 fn canonical(w: &Witness) -> Witness {
     fn pointee(p: &Pointee) -> Pointee {
-        Pointee { offset: p.offset, bytes: with_slack(data(&p.bytes)), pointees: p.pointees.iter().map(pointee).collect() }
+        match &p.holds {
+            Some(_) => p.clone(),
+            None => Pointee::buffer(p.offset, with_slack(data(&p.bytes)), p.pointees.iter().map(pointee).collect()),
+        }
     }
     let mut w = w.clone();
     for p in &mut w.params {

@@ -180,20 +180,26 @@ fn counterexample(f: &crate::ir::Function, cx: &Context) -> Option<(usize, crate
 
 /// A native run of a path's inputs: the finding when it entered the target.
 fn replay_path(f: &crate::ir::Function, inputs: &crate::chc::kinduction::PathInputs, cx: &Context) -> Option<Finding> {
-    let w = witness_of(f, inputs);
-    match cx.replay(&w) {
-        Ok(Some(run)) if run.reached.is_some() => {
-            let report = crate::report::WitnessReport::replayed(&w, &run, 1, Default::default());
-            Some(Finding::Reached { witness: w, run, report })
+    // The path's pointers as it has them (0 is NULL), then, in case a 0 was only the model's
+    // default for an address the steps never used, as buffers.
+    let with_nulls = witness_of(f, inputs, true);
+    let buffers = witness_of(f, inputs, false);
+    let tries = if with_nulls == buffers { vec![buffers] } else { vec![with_nulls, buffers] };
+    for w in tries {
+        if let Ok(Some(run)) = cx.replay(&w) {
+            if run.reached.is_some() {
+                let report = crate::report::WitnessReport::replayed(&w, &run, 1, Default::default());
+                return Some(Finding::Reached { witness: w, run, report });
+            }
         }
-        _ => None,
     }
+    None
 }
 
 /// The inputs of a path of steps as a witness: integer parameters as the path's entry state
 /// has them, pointer parameters zero-filled buffers (memory is ⋆ to the steps), the nondet
 /// results in call order.
-fn witness_of(f: &crate::ir::Function, inputs: &crate::chc::kinduction::PathInputs) -> crate::witness::Witness {
+fn witness_of(f: &crate::ir::Function, inputs: &crate::chc::kinduction::PathInputs, nulls: bool) -> crate::witness::Witness {
     use crate::ir::Ty;
     use crate::witness::{ParamInput, Witness, BUFFER_SLACK};
     let params = f
@@ -204,6 +210,8 @@ fn witness_of(f: &crate::ir::Function, inputs: &crate::chc::kinduction::PathInpu
                 let value = inputs.registers.iter().find(|(v, _)| *v == p.value).map_or(0, |(_, x)| *x);
                 ParamInput::Int { name: p.name.clone(), width: *w, value: crate::expr::mask(*w, value) }
             }
+            // The Horn clauses see a pointer parameter as its address: 0 is NULL.
+            Ty::Ptr if nulls && p.buffer_bytes.is_none() && inputs.registers.iter().any(|(v, x)| *v == p.value && *x == 0) => ParamInput::Null { name: p.name.clone() },
             Ty::Ptr => {
                 let size = p.front_bytes + p.buffer_bytes.unwrap_or(crate::dse::PARAM_BUFFER_BYTES);
                 let mut bytes = vec![0u8; size as usize];

@@ -41,7 +41,7 @@
 //!   libFuzzer then saves as its crash decodes without a second run of the fuzzer (whose
 //!   start-up, libFuzzer's tables, cost about 25 ms).
 
-use super::input::{nondet_size, InputLayout, ParamSlot, BUFFER_SLACK, MAX_BUFFERS, MAX_BUFFER_DATA, MAX_DEPTH, MAX_SLOTS, MAX_TRACED_CALLS};
+use super::input::{nondet_size, InputLayout, ParamSlot, BUFFER_SLACK, MAX_BUFFERS, MAX_BUFFER_DATA, NULL_LENGTH, MAX_DEPTH, MAX_SLOTS, MAX_TRACED_CALLS};
 use crate::ir::{ParamExt, Ty};
 use crate::load::TARGET_MARKER;
 use crate::replay::driver::{DriverSpec, Passing};
@@ -190,7 +190,8 @@ pub fn generate(spec: &DriverSpec, layout: &InputLayout) -> String {
     );
     let _ = writeln!(
         out,
-        "#define APC_SLACK {BUFFER_SLACK}\n#define APC_MAX_DATA {MAX_BUFFER_DATA}\n#define APC_MAX_BUFFERS {MAX_BUFFERS}\n#define APC_MAX_DEPTH {MAX_DEPTH}\n#define APC_MAX_SLOTS {MAX_SLOTS}\n#define APC_SHAPE_MAX {SHAPE_MAX_WORDS}\n#define APC_TICK_USEC {TICK_USEC}\n#define APC_HANG_TICKS {HANG_TICKS}\n#define APC_MAX_CALLS {MAX_TRACED_CALLS}\n#define APC_WORK_TICKS {WORK_TICKS}ULL\n#define APC_BUF_BYTES (((APC_MAX_DATA + APC_SLACK) + 15) & ~15)"
+        "#define APC_SLACK {BUFFER_SLACK}\n#define APC_NULL_LENGTH {NULL_LENGTH}\n#define APC_NFUNCTIONS {nfunctions}ul\n#define APC_MAX_DATA {MAX_BUFFER_DATA}\n#define APC_MAX_BUFFERS {MAX_BUFFERS}\n#define APC_MAX_DEPTH {MAX_DEPTH}\n#define APC_MAX_SLOTS {MAX_SLOTS}\n#define APC_SHAPE_MAX {SHAPE_MAX_WORDS}\n#define APC_TICK_USEC {TICK_USEC}\n#define APC_HANG_TICKS {HANG_TICKS}\n#define APC_MAX_CALLS {MAX_TRACED_CALLS}\n#define APC_WORK_TICKS {WORK_TICKS}ULL\n#define APC_BUF_BYTES (((APC_MAX_DATA + APC_SLACK) + 15) & ~15)",
+        nfunctions = spec.functions.len()
     );
     // Only the signal API: declarations, nothing the program could define.
     out.push_str("#include <signal.h>\n#include <sys/time.h>\n");
@@ -291,20 +292,33 @@ static void apc_install_handlers(void) {
   tick.it_value = tick.it_interval;
   setitimer(ITIMER_VIRTUAL, &tick, 0);
 }
+extern void *const __apc_function_table[] __attribute__((weak));
+static void *apc_function_at(unsigned long long k) { return __apc_function_table && APC_NFUNCTIONS ? __apc_function_table[k % APC_NFUNCTIONS] : (void *)0; }
 static unsigned long long apc_shape_word(void) { return apc_shape_at < apc_shape_len ? apc_shape[apc_shape_at++] : 0; }
-/* A buffer: length byte, data, zero slack, then the pointees its shape lists. */
-static unsigned char *apc_buffer(int depth) {
+/* A pointer: length byte, data, zero slack, then the pointees its shape lists. The largest
+   length bytes (unless plain: argv's strings) make it NULL or a function of the program's
+   table instead; its pointees are read all the same. */
+static unsigned char *apc_buffer(int depth, int plain) {
   unsigned char *b = APC_SLOT(apc_nbuf < APC_MAX_BUFFERS ? apc_nbuf++ : APC_MAX_BUFFERS);
   apc_size_t len = (apc_size_t)apc_take(1);
+  int is_buffer = 1;
+  void *instead = 0;
+  if (len > APC_MAX_DATA) {
+    if (!plain) {
+      is_buffer = 0;
+      if (len != APC_NULL_LENGTH) instead = apc_function_at(apc_take(1));
+    }
+    len = plain ? APC_MAX_DATA : 0;
+  }
   for (apc_size_t k = 0; k < APC_BUF_BYTES; k++) b[k] = 0;
   for (apc_size_t k = 0; k < len; k++) b[k] = (unsigned char)apc_take(1);
   unsigned long long n = depth < APC_MAX_DEPTH ? apc_shape_word() : 0;
   for (unsigned long long s = 0; s < n && s < APC_MAX_SLOTS; s++) {
     unsigned long long off = apc_shape_word();
-    unsigned char *child = apc_buffer(depth + 1);
+    unsigned char *child = apc_buffer(depth + 1, 0);
     if (off + 8 <= len + APC_SLACK) *(void **)(b + off) = child;
   }
-  return b;
+  return is_buffer ? b : (unsigned char *)instead;
 }
 "#,
     );
@@ -393,13 +407,13 @@ static unsigned char *apc_buffer(int depth) {
                 }
             }
             ParamSlot::Buffer { front, .. } => {
-                let _ = writeln!(out, "  unsigned char *apc_p{k} = apc_buffer(0);");
+                let _ = writeln!(out, "  unsigned char *apc_p{k} = apc_buffer(0, 0);");
                 args.push(if *front > 0 { format!("(void *)(apc_p{k} + {front})") } else { format!("(void *)apc_p{k}") });
             }
             ParamSlot::Argv { .. } => {
                 // argv[1..argc): one buffer each, without pointer slots (as `InputLayout::decode`).
                 out.push_str("  static char apc_arg0[] = \"apc\";\n  static char *apc_argv[66];\n  apc_argv[0] = apc_arg0;\n");
-                out.push_str("  for (int k = 1; k < apc_argc; k++) apc_argv[k] = (char *)apc_buffer(APC_MAX_DEPTH);\n  apc_argv[apc_argc] = 0;\n");
+                out.push_str("  for (int k = 1; k < apc_argc; k++) apc_argv[k] = (char *)apc_buffer(APC_MAX_DEPTH, 1);\n  apc_argv[apc_argc] = 0;\n");
                 args.push("apc_argv".into());
             }
             ParamSlot::Fixed { .. } => args.push(

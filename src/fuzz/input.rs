@@ -15,6 +15,9 @@
 //!    (1 byte for `char`, 4 for `int`, ...), so a string compared with a stream of `nondet_char`
 //!    results is a contiguous run of input bytes that libFuzzer's compare tracing can patch.
 //!
+//! A pointer is NULL when its length byte is [`NULL_LENGTH`], a function of the program when it
+//! is from [`FUNCTION_LENGTH`] on (the next byte says which), and a buffer otherwise (its
+//! pointees are decoded all the same, so the bytes after it keep their meaning).
 //! A buffer is a length byte `n` (so at most [`MAX_BUFFER_DATA`] bytes), `n` data bytes, then
 //! [`BUFFER_SLACK`] zeros that the decoding adds (strings end, short overreads stay defined),
 //! then the buffers its pointer slots point to, as its [`Shape`] says. Shapes are not in the
@@ -29,12 +32,18 @@
 use crate::ir::{Function, Ty};
 use crate::replay::driver::{argc_clamped, argv_strings, DriverSpec};
 use crate::symex::nondet_c_type;
-use crate::witness::{ParamInput, Pointee, Witness};
+use crate::witness::{ParamInput, Pointee, SlotValue, Witness};
 
 pub use crate::witness::BUFFER_SLACK;
 
-/// Most data bytes of one buffer: its length is one input byte.
-pub const MAX_BUFFER_DATA: usize = 255;
+/// Most data bytes of one buffer: its length is one input byte, and the largest lengths mean
+/// no buffer (see [`FUNCTION_LENGTH`], [`NULL_LENGTH`]).
+pub const MAX_BUFFER_DATA: usize = 247;
+/// A pointer's length byte from this one on (below [`NULL_LENGTH`]) makes it a function of the
+/// program's table: the next byte picks which (modulo the table's length).
+pub const FUNCTION_LENGTH: u8 = 248;
+/// A pointer's length byte that makes it NULL.
+pub const NULL_LENGTH: u8 = 255;
 /// Most bytes a fuzzed buffer holds in front of its address (a header read at `s[-1]`).
 pub const MAX_FRONT: u64 = 64;
 /// Deepest pointee nesting a shape may have (the analysis recognises depth ≤ 3 as well).
@@ -134,6 +143,9 @@ pub struct InputLayout {
     /// information; also when it does not say): what a byte fill fills
     /// ([`InputLayout::byte_fill_seed`]).
     pub char_buffers: Vec<bool>,
+    /// The program's function table (see `load::Loaded::function_table`): what a function
+    /// pointer's index byte picks from.
+    pub functions: Vec<String>,
 }
 
 /// Bytes a value of a nondet function's C type takes (as the replay driver defines it).
@@ -174,7 +186,7 @@ impl InputLayout {
         sizes.sort_unstable();
         sizes.dedup();
         let char_buffers = f.params.iter().zip(&params).map(|(p, slot)| matches!(slot, ParamSlot::Buffer { .. }) && p.pointee_bytes.is_none_or(|b| b == 1)).collect();
-        InputLayout { shapes: vec![Shape::default(); params.len()], params, call_size, uniform_calls: sizes.len() <= 1, char_buffers }
+        InputLayout { shapes: vec![Shape::default(); params.len()], params, call_size, uniform_calls: sizes.len() <= 1, char_buffers, functions: spec.functions.to_vec() }
     }
 
     /// This layout with buffer shapes covering the pointer slots of `seeds` (bounded).
@@ -210,7 +222,7 @@ impl InputLayout {
     /// nondet calls the run made, in order (from a trace); `None` splits the rest of the bytes
     /// into calls of [`InputLayout::call_size`], exact when the calls are uniform.
     pub fn decode(&self, bytes: &[u8], calls: Option<&[u8]>) -> Witness {
-        let mut r = Reader { bytes, at: 0 };
+        let mut r = Reader { bytes, at: 0, functions: &self.functions };
         let mut argc = 1;
         let params = self
             .params
@@ -226,12 +238,17 @@ impl InputLayout {
                     // The strings as pointees of an array of argc + 1 null pointers, as an APC
                     // model gives them (replay passes them, see `replay::driver`).
                     let pointees = (1..argc)
-                        .map(|k| Pointee::buffer(8 * k as u64, r.buffer(&Shape::default(), MAX_DEPTH).0, vec![]))
+                        .map(|k| Pointee::buffer(8 * k as u64, r.buffer(&Shape::default(), MAX_DEPTH, true).0, vec![]))
                         .collect();
                     ParamInput::Buffer { name: name.clone(), bytes: vec![0; 8 * (argc + 1)], pointees, front: 0 }
                 }
                 ParamSlot::Buffer { name, front } => {
-                    let (mut bytes, pointees) = r.buffer(shape, 0);
+                    let (mut bytes, pointees, holds) = r.buffer(shape, 0, false);
+                    match holds {
+                        Some(SlotValue::Null) => return ParamInput::Null { name: name.clone() },
+                        Some(SlotValue::Function(function)) => return ParamInput::Function { name: name.clone(), function },
+                        None => {}
+                    }
                     // The driver's buffers are zeroed beyond their data: the bytes in front
                     // exist even when the data is shorter.
                     if bytes.len() < *front as usize {
@@ -276,11 +293,15 @@ impl InputLayout {
                     for arg in argv_strings(w).iter().skip(1) {
                         let arg = arg.as_deref().unwrap_or(&[]);
                         let end = arg.iter().position(|b| *b == 0).unwrap_or(arg.len());
-                        encode_buffer(&arg[..end], &[], &Shape::default(), MAX_DEPTH, &mut out);
+                        encode_buffer(&arg[..end], &[], &Shape::default(), MAX_DEPTH, &mut out, &self.functions);
                     }
                 }
                 (ParamSlot::Buffer { front: slot_front, .. }, Some(ParamInput::Buffer { bytes, pointees, front, .. })) if front == slot_front => {
-                    encode_buffer(bytes, pointees, shape, 0, &mut out)
+                    encode_buffer(bytes, pointees, shape, 0, &mut out, &self.functions)
+                }
+                (ParamSlot::Buffer { .. }, Some(ParamInput::Null { .. })) => encode_node(None, Some(&SlotValue::Null), shape, 0, &mut out, &self.functions),
+                (ParamSlot::Buffer { .. }, Some(ParamInput::Function { function, .. })) => {
+                    encode_node(None, Some(&SlotValue::Function(function.clone())), shape, 0, &mut out, &self.functions)
                 }
                 (ParamSlot::Buffer { front: slot_front, .. }, Some(ParamInput::Buffer { bytes, pointees, front, .. })) => {
                     // The same address `slot_front` bytes into the fuzzer's buffer: bytes in
@@ -290,9 +311,9 @@ impl InputLayout {
                     data.extend(bytes.iter().skip(cut as usize));
                     let moved: Vec<Pointee> =
                         pointees.iter().filter(|p| p.offset >= cut).map(|p| Pointee { offset: p.offset - cut + added, ..p.clone() }).collect();
-                    encode_buffer(&data, &moved, shape, 0, &mut out)
+                    encode_buffer(&data, &moved, shape, 0, &mut out, &self.functions)
                 }
-                (ParamSlot::Buffer { .. }, _) => encode_buffer(&[], &[], shape, 0, &mut out),
+                (ParamSlot::Buffer { .. }, _) => encode_buffer(&[], &[], shape, 0, &mut out, &self.functions),
                 (ParamSlot::Fixed { .. }, _) => {}
             }
         }
@@ -384,17 +405,33 @@ fn data_part(bytes: &[u8]) -> &[u8] {
     &data[..data.len().min(MAX_BUFFER_DATA)]
 }
 
-fn encode_buffer(bytes: &[u8], pointees: &[Pointee], shape: &Shape, depth: usize, out: &mut Vec<u8>) {
-    let data = data_part(bytes);
-    out.push(data.len() as u8);
-    out.extend_from_slice(data);
+fn encode_buffer(bytes: &[u8], pointees: &[Pointee], shape: &Shape, depth: usize, out: &mut Vec<u8>, functions: &[String]) {
+    encode_node(Some((bytes, pointees)), None, shape, depth, out, functions)
+}
+
+/// One pointer of the input: a buffer (`contents`) or what `holds` says; the pointees of its
+/// shape follow either way (empty buffers under a pointer that is no buffer).
+fn encode_node(contents: Option<(&[u8], &[Pointee])>, holds: Option<&SlotValue>, shape: &Shape, depth: usize, out: &mut Vec<u8>, functions: &[String]) {
+    let (bytes, pointees) = contents.unwrap_or((&[], &[]));
+    match holds {
+        Some(SlotValue::Null) => out.push(NULL_LENGTH),
+        Some(SlotValue::Function(f)) => match functions.iter().position(|g| g == f).filter(|k| *k < 256) {
+            Some(k) => out.extend_from_slice(&[FUNCTION_LENGTH, k as u8]),
+            None => out.push(NULL_LENGTH),
+        },
+        None => {
+            let data = data_part(bytes);
+            out.push(data.len() as u8);
+            out.extend_from_slice(data);
+        }
+    }
     if depth >= MAX_DEPTH {
         return;
     }
     for (offset, sub) in &shape.slots {
         match pointees.iter().find(|p| p.offset == *offset) {
-            Some(p) => encode_buffer(&p.bytes, &p.pointees, sub, depth + 1, out),
-            None => encode_buffer(&[], &[], sub, depth + 1, out),
+            Some(p) => encode_node(Some((&p.bytes, &p.pointees)), p.holds.as_ref(), sub, depth + 1, out, functions),
+            None => encode_node(None, None, sub, depth + 1, out, functions),
         }
     }
 }
@@ -403,6 +440,7 @@ fn encode_buffer(bytes: &[u8], pointees: &[Pointee], shape: &Shape, depth: usize
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    functions: &'a [String],
 }
 
 impl Reader<'_> {
@@ -417,20 +455,40 @@ impl Reader<'_> {
         v
     }
 
-    fn buffer(&mut self, shape: &Shape, depth: usize) -> (Vec<u8>, Vec<Pointee>) {
-        let len = self.take(1) as usize;
+    /// One pointer: a buffer, with its pointees, or (unless `plain`: `argv`'s strings) NULL or
+    /// a function as its length byte says, after which its pointees are read all the same.
+    fn buffer(&mut self, shape: &Shape, depth: usize, plain: bool) -> (Vec<u8>, Vec<Pointee>, Option<SlotValue>) {
+        let mut len = self.take(1) as usize;
+        let mut holds = None;
+        if len > MAX_BUFFER_DATA {
+            if !plain {
+                holds = Some(if len == NULL_LENGTH as usize {
+                    SlotValue::Null
+                } else {
+                    let k = self.take(1) as usize;
+                    match self.functions.len() {
+                        0 => SlotValue::Null,
+                        n => SlotValue::Function(self.functions[k % n].clone()),
+                    }
+                });
+            }
+            len = if plain { MAX_BUFFER_DATA } else { 0 };
+        }
         let mut bytes: Vec<u8> = (0..len).map(|_| self.take(1) as u8).collect();
         bytes.resize(len + BUFFER_SLACK, 0);
         let slots: &[(u64, Shape)] = if depth < MAX_DEPTH { &shape.slots } else { &[] };
         let pointees = slots
             .iter()
             .take(MAX_SLOTS)
-            .map(|(offset, sub)| {
-                let (bytes, pointees) = self.buffer(sub, depth + 1);
-                Pointee::buffer(*offset, bytes, pointees)
+            .map(|(offset, sub)| match self.buffer(sub, depth + 1, false) {
+                (_, _, Some(v)) => Pointee::holding(*offset, v),
+                (bytes, pointees, None) => Pointee::buffer(*offset, bytes, pointees),
             })
             .collect();
-        (bytes, pointees)
+        match holds {
+            Some(v) => (vec![], vec![], Some(v)),
+            None => (bytes, pointees, None),
+        }
     }
 }
 

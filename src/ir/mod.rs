@@ -159,6 +159,10 @@ pub enum Callee {
     Direct(String),
     /// A call through a function pointer.
     Indirect(Operand),
+    /// A call through a function pointer that was compared with every function of the program
+    /// of the call's type and matched none (see `load::devirt`): natively it runs only for a
+    /// pointer from outside the program's functions, never for one a caller passed.
+    Unmatched(Operand),
     /// Inline assembly: never interpreted.
     InlineAsm,
 }
@@ -197,7 +201,7 @@ impl InstKind {
             InstKind::PtrOffset { base, terms, .. } => std::iter::once(base).chain(terms.iter().map(|(o, _)| o)).collect(),
             InstKind::Call { callee, args } => {
                 let mut v: Vec<&Operand> = args.iter().collect();
-                if let Callee::Indirect(o) = callee {
+                if let Callee::Indirect(o) | Callee::Unmatched(o) = callee {
                     v.push(o);
                 }
                 v

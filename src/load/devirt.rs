@@ -30,29 +30,32 @@ pub const DISPATCH_PREFIX: &str = "__apc_dispatch.";
 const MAX_CANDIDATES: usize = 8;
 /// Most call sites replaced in one module: every site copies its candidates' bodies.
 const MAX_SITES: usize = 64;
+/// Metadata on a dispatcher's last call when the candidates are every function of the module
+/// a pointer of that type may hold (see `ir::Callee::Unmatched`).
+pub const UNMATCHED: &str = "apc.unmatched";
 
 /// Functions of type `fnty` that a pointer may hold, most likely first: those whose address
-/// the program takes (tables, hooks, defaults such as `malloc`), then functions other units
-/// could pass (external linkage). At most [`MAX_CANDIDATES`]; `None` when there are more
-/// address-taken ones than that (the call then stays indirect).
-fn candidates(all: &[llvm::Value], fnty: llvm::Type) -> Option<Vec<llvm::Value>> {
+/// the program takes (tables, hooks, defaults such as `malloc`), then functions a caller could
+/// pass (external linkage, and the C library's functions the program declares). At most
+/// [`MAX_CANDIDATES`], and whether they are all of them; `None` when more than that have their
+/// address taken (the call then stays indirect).
+fn candidates(all: &[llvm::Value], fnty: llvm::Type) -> Option<(Vec<llvm::Value>, bool)> {
     let usable = |f: &llvm::Value| {
-        llvm::function_type(*f) == fnty && !llvm::is_intrinsic(*f) && !llvm::value_name(*f).starts_with("__apc") && !llvm::value_name(*f).starts_with("__VERIFIER")
+        let name = llvm::value_name(*f);
+        llvm::function_type(*f) == fnty && !llvm::is_intrinsic(*f) && !name.starts_with("__apc") && !name.starts_with("__VERIFIER") && !name.starts_with(DISPATCH_PREFIX)
     };
+    let passable = |f: &llvm::Value| llvm::address_taken(*f) || !llvm::is_internal(*f);
     let taken: Vec<llvm::Value> = all.iter().copied().filter(usable).filter(|&f| llvm::address_taken(f)).collect();
     if taken.len() > MAX_CANDIDATES {
         return None;
     }
     let mut out = taken;
-    for f in all.iter().copied().filter(usable) {
-        if out.len() >= MAX_CANDIDATES {
-            break;
-        }
-        if !out.contains(&f) && !llvm::is_declaration(f) && !llvm::is_internal(f) {
-            out.push(f);
-        }
-    }
-    Some(out)
+    let rest = all.iter().copied().filter(usable).filter(passable).filter(|f| !out.contains(f));
+    let (defined, declared): (Vec<_>, Vec<_>) = rest.partition(|&f| !llvm::is_declaration(f));
+    let rest: Vec<llvm::Value> = defined.into_iter().chain(declared).collect();
+    let complete = out.len() + rest.len() <= MAX_CANDIDATES;
+    out.extend(rest.into_iter().take(MAX_CANDIDATES.saturating_sub(out.len())));
+    Some((out, complete))
 }
 
 /// Replaces the indirect calls reachable from `function` (and from the candidates they bring
@@ -95,11 +98,11 @@ pub fn devirtualize(m: LLVMModuleRef, function: &str) -> usize {
             if llvm::is_var_arg(fnty) || llvm::call_has_abi_attributes(call) {
                 continue;
             }
-            let Some(cands) = candidates(&all, fnty) else { continue };
+            let Some((cands, complete)) = candidates(&all, fnty) else { continue };
             if cands.is_empty() {
                 continue;
             }
-            llvm::replace_with_dispatcher(m, call, &format!("{DISPATCH_PREFIX}{replaced}"), &cands);
+            llvm::replace_with_dispatcher(m, call, &format!("{DISPATCH_PREFIX}{replaced}"), &cands, complete.then_some(UNMATCHED));
             replaced += 1;
         }
     }

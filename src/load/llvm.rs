@@ -795,7 +795,7 @@ pub fn call_has_abi_attributes(call: Value) -> bool {
 /// type `fnty`) and calls the first equal one directly, else calls `fp` as before. Returns the
 /// dispatcher. The dispatcher has no debug information; its calls take the call site's line
 /// when it is inlined.
-pub fn replace_with_dispatcher(m: LLVMModuleRef, call: Value, name: &str, candidates: &[Value]) -> Value {
+pub fn replace_with_dispatcher(m: LLVMModuleRef, call: Value, name: &str, candidates: &[Value], fallback_metadata: Option<&str>) -> Value {
     unsafe {
         let ctx = LLVMGetModuleContext(m);
         let fnty = LLVMGetCalledFunctionType(call);
@@ -838,6 +838,11 @@ pub fn replace_with_dispatcher(m: LLVMModuleRef, call: Value, name: &str, candid
         }
         LLVMPositionBuilderAtEnd(b, check);
         call_and_return(b, dfp, &mut args);
+        if let Some(kind) = fallback_metadata {
+            // The fallback call: the instruction before the return just built.
+            let ret = LLVMGetLastInstruction(check);
+            mark_metadata(LLVMGetPreviousInstruction(ret), kind);
+        }
         // The call site: the same arguments, the pointer first.
         LLVMPositionBuilderBefore(b, call);
         let mut cargs: Vec<Value> = std::iter::once(fp).chain((0..n).map(|k| LLVMGetOperand(call, k as u32))).collect();
@@ -852,6 +857,25 @@ pub fn replace_with_dispatcher(m: LLVMModuleRef, call: Value, name: &str, candid
         LLVMInstructionEraseFromParent(call);
         LLVMDisposeBuilder(b);
         d
+    }
+}
+
+/// Whether instruction `i` carries metadata of kind `kind` (set by [`mark_metadata`]).
+pub fn has_metadata(i: Value, kind: &str) -> bool {
+    unsafe {
+        let ctx = LLVMGetModuleContext(module_of(i));
+        let id = LLVMGetMDKindIDInContext(ctx, kind.as_ptr() as *const _, kind.len() as u32);
+        !LLVMGetMetadata(i, id).is_null()
+    }
+}
+
+/// Attaches an empty metadata node of kind `kind` to instruction `i`.
+pub fn mark_metadata(i: Value, kind: &str) {
+    unsafe {
+        let ctx = LLVMGetModuleContext(module_of(i));
+        let id = LLVMGetMDKindIDInContext(ctx, kind.as_ptr() as *const _, kind.len() as u32);
+        let node = LLVMMDNodeInContext2(ctx, std::ptr::null_mut(), 0);
+        LLVMSetMetadata(i, id, LLVMMetadataAsValue(ctx, node));
     }
 }
 

@@ -304,6 +304,8 @@ impl Lowerer {
                     Callee::Direct(name)
                 } else if llvm::is_a_inline_asm(callee_v) {
                     Callee::InlineAsm
+                } else if llvm::has_metadata(i, super::devirt::UNMATCHED) {
+                    Callee::Unmatched(self.operand(callee_v))
                 } else {
                     Callee::Indirect(self.operand(callee_v))
                 };

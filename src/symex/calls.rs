@@ -103,6 +103,24 @@ impl Executor<'_> {
     ) -> SymVal {
         let name = match callee {
             Callee::Direct(n) => n.as_str(),
+            Callee::Unmatched(fp) => {
+                // A pointer a caller passed is NULL (the call faults) or one of the program's
+                // functions, which the comparisons before this call ruled out.
+                match self.operand(st, fp) {
+                    SymVal::Ptr { obj, .. } if self.inputs.is_input_buffer(obj) => {
+                        self.inputs.mark_function_pointer(obj);
+                        tests.push(self.pool.bool(false));
+                        return self.star_of(ty);
+                    }
+                    SymVal::Null => {
+                        tests.push(self.pool.bool(false));
+                        return self.star_of(ty);
+                    }
+                    _ => {}
+                }
+                st.havoc_all(self.pool, self.inputs);
+                return self.star_because(ty, || "the result of an indirect call".into());
+            }
             Callee::Indirect(fp) => {
                 if let SymVal::Ptr { obj, .. } = self.operand(st, fp) {
                     self.inputs.mark_function_pointer(obj);

@@ -337,7 +337,7 @@ impl Inputs {
         v
     }
 
-    fn is_input_buffer(&self, obj: ObjectId) -> bool {
+    pub fn is_input_buffer(&self, obj: ObjectId) -> bool {
         matches!(self.object(obj).kind, ObjectKind::ParamBuffer { .. } | ObjectKind::Pointee { .. })
     }
 

@@ -552,7 +552,7 @@ void f(struct req *r, const char *body) {
             ParamInput::Buffer {
                 name: "r".into(),
                 bytes: vec![0; 24 + BUFFER_SLACK],
-                pointees: vec![Pointee { offset: 0, bytes: empty(), pointees: vec![] }, Pointee { offset: 8, bytes: empty(), pointees: vec![] }],
+                pointees: vec![Pointee::buffer(0, empty(), vec![]), Pointee::buffer(8, empty(), vec![])],
                 front: 0,
             },
             ParamInput::Buffer { name: "body".into(), bytes: empty(), pointees: vec![], front: 0 },

@@ -72,8 +72,8 @@ void f(const char *s, signed char c, long n, char **pp) {
                     name: "pp".into(),
                     bytes: slots,
                     pointees: vec![
-                        Pointee { offset: 0, bytes: b"a\0".to_vec(), pointees: vec![] },
-                        Pointee { offset: 8, bytes: b"q\0".to_vec(), pointees: vec![] },
+                        Pointee::buffer(0, b"a\0".to_vec(), vec![]),
+                        Pointee::buffer(8, b"q\0".to_vec(), vec![]),
                     ],
                     front: 0,
                 },

@@ -675,8 +675,8 @@ mod tests {
                 name: "argv".into(),
                 bytes: vec![0; 16 + BUFFER_SLACK],
                 pointees: vec![
-                    Pointee { offset: 8, bytes: slack(b"-v"), pointees: vec![] },
-                    Pointee { offset: 0, bytes: slack(b"prog"), pointees: vec![Pointee { offset: 0, bytes: slack(b"x"), pointees: vec![] }] },
+                    Pointee::buffer(8, slack(b"-v"), vec![]),
+                    Pointee::buffer(0, slack(b"prog"), vec![Pointee::buffer(0, slack(b"x"), vec![])]),
                 ],
                 front: 0,
             }],

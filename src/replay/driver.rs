@@ -619,7 +619,7 @@ mod tests {
                 ParamInput::Buffer {
                     name: "p".into(),
                     bytes: vec![0; 8],
-                    pointees: vec![Pointee { offset: 0, bytes: vec![7], pointees: vec![] }, Pointee { offset: 4, bytes: vec![], pointees: vec![] }],
+                    pointees: vec![Pointee::buffer(0, vec![7], vec![]), Pointee::buffer(4, vec![], vec![])],
                     front: 0,
                 },
                 ParamInput::Int { name: "c".into(), width: 8, value: 0xff },

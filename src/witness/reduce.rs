@@ -830,7 +830,7 @@ mod tests {
         let ptr = ParamInput::Buffer {
             name: "p".into(),
             bytes: with_slack(&[1; 24]),
-            pointees: vec![Pointee { offset: 8, bytes: with_slack(b"abc"), pointees: vec![] }],
+            pointees: vec![Pointee::buffer(8, with_slack(b"abc"), vec![])],
             front: 0,
         };
         let front = ParamInput::Buffer { name: "s".into(), bytes: with_slack(&[9, 9, 9, 9, 1, 2]), pointees: vec![], front: 4 };
@@ -851,7 +851,7 @@ mod tests {
         text.extend(vec![b' '; 200]);
         let mut st = vec![7u8; 8];
         st.extend(40u64.to_le_bytes());
-        let p = ParamInput::Buffer { name: "p".into(), bytes: with_slack(&st), pointees: vec![Pointee { offset: 0, bytes: with_slack(&text), pointees: vec![] }], front: 0 };
+        let p = ParamInput::Buffer { name: "p".into(), bytes: with_slack(&st), pointees: vec![Pointee::buffer(0, with_slack(&text), vec![])], front: 0 };
         let w = Witness { params: vec![p], nondet: vec![] };
         let judge = |w: &Witness| {
             let (st, ps, _) = buffer_at(w, &[0]).unwrap();

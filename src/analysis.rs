@@ -292,6 +292,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         Finding::Unreachable(why) => {
             report.verdict = Verdict::Unreachable;
             report.reason = why;
+            report.assumptions.extend(input_model_assumptions(&loaded.program, config.function == "main"));
         }
         Finding::Unknown(why) | Finding::NoWitness(why) => {
             report.reason = why;
@@ -322,6 +323,31 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     }
     report.timings.insert("total".into(), t0.elapsed().as_secs_f64());
     Ok(report)
+}
+
+/// What the input model takes for granted about the callers of `program`'s function, beyond
+/// what the type of each parameter allows: the proof of an `unreachable` verdict rests on it.
+/// NULL pointers are no assumption (every engine lets a pointer input be NULL).
+pub fn input_model_assumptions(program: &crate::ir::Program, is_main: bool) -> Vec<String> {
+    use crate::ir::{Callee, InstKind, Ty};
+    let f = &program.function;
+    let mut out = vec![];
+    let pointers: Vec<&str> = f.params.iter().filter(|p| p.ty == Ty::Ptr).map(|p| p.name.as_str()).collect();
+    if pointers.len() > 1 {
+        out.push(format!("the pointer parameters ({}) point to separate objects or are NULL", pointers.join(", ")));
+    }
+    if !pointers.is_empty() && !is_main {
+        out.push("a pointer stored in an input buffer points to an object of its own or is NULL".to_string());
+    }
+    let unmatched = f.blocks.iter().flat_map(|b| &b.insts).any(|i| matches!(&i.kind, InstKind::Call { callee: Callee::Unmatched(_), .. }));
+    if unmatched {
+        out.push("a function pointer a caller passes is NULL or a function of the program of its type".to_string());
+    }
+    let writable_globals = program.globals.iter().any(|g| !g.is_constant);
+    if writable_globals && !is_main {
+        out.push(format!("the program's globals hold their initial values when '{}' is called", f.name));
+    }
+    out
 }
 
 /// Analyses every target of `set`, each with the whole `--timeout` and with its own deadline and

@@ -599,8 +599,14 @@ fn sigterm_during_fuzzing_ends_with_143_and_no_report() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        // At different points: while building, at the fuzzer's start, while it runs.
-        std::thread::sleep(Duration::from_millis(150 + 250 * k));
+        // Once the tool runs (its first temporary directory is there: before `main` a signal
+        // has its default action), at different points: while loading, building, at the
+        // fuzzer's start, while it runs.
+        let start = Instant::now();
+        while std::fs::read_dir(tmp.path()).unwrap().next().is_none() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(50 + 250 * k));
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let sent = Instant::now();
         let out = child.wait_with_output().unwrap();

@@ -1,4 +1,4 @@
-//! Hostile programs under replay (issue 11): each reaches its target only after its hostile
+//! Hostile programs under replay: each reaches its target only after its hostile
 //! action, so the verdict must still be right, the action contained, and nothing left behind.
 
 mod common;

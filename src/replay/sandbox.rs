@@ -4,7 +4,7 @@
 //! `posix_spawn` does; a copy of the page tables of LLVM and Z3 cost 8–10 ms per run), not
 //! `fork()`: the analyser is
 //! multi-threaded (Z3 workers, other engines), and glibc's `fork()` runs the `pthread_atfork`
-//! handlers, which can wait forever on a lock a solver thread holds (issue 11: replays that hung
+//! handlers, which can wait forever on a lock a solver thread holds (replays that hung
 //! for the whole budget). Between `clone` and `execve` the child makes raw system calls only
 //! (glibc's `setuid` & co. would try to signal threads that do not exist in the child), and every
 //! step is checked: a step that fails ends the child before `execve`, the parent learns which

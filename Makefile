@@ -41,8 +41,8 @@ bench: build
 soundness: build
 	scripts/soundness --seconds 1800 --timeout 3 --gen-share 0.65 --jobs 3 --gen-targets 1 --csmith-targets 1 --csmith-missed 1 --engines apc,dse
 
-# AddressSanitizer build for the memory-safety checks of issue 8 (prints its path):
-# scripts/memcheck --mode asan, scripts/memcheck --suite, APC_LLVM_TEST_BIN (README, "Testing").
+# AddressSanitizer build for the FFI memory-safety checks (prints its path):
+# scripts/memcheck --mode asan, scripts/memcheck --suite, APC_LLVM_TEST_BIN (CONTRIBUTING.md).
 asan: deps
 	scripts/asan-build
 

@@ -1,6 +1,6 @@
 // An accumulator of a symbolic amount (SV-COMP's loop-acceleration shape `sn += a`): after the
 // loop sn = n·a, so the error is unreachable. The APC's a·κ ≠ n·a is beyond Z3's bit-blasting;
-// the query with multiplication uninterpreted proves it (issue 15).
+// the query with multiplication uninterpreted proves it.
 // apc: --function sum --call reach_error  expect=unreachable
 extern void reach_error(void);
 

@@ -1,8 +1,8 @@
 // A statically linked ld.lld for the native builds (see build.rs and
 // src/replay/toolchain.rs). Debian's /usr/bin/ld.lld links libLLVM-19.so dynamically and spends
-// 10-30 ms of each start relocating it; this one starts in 5-12 ms of CPU (session 38's
-// measurement: page faults and LLVM's static constructors), a third of linking a replay
-// executable, and comes twice per analysis (the replay and the fuzzing build).
+// much of each start relocating it; this one does not. A linker's start is a large part of
+// linking a replay executable, which happens twice per analysis (the replay and the fuzzing
+// build); LLVM's static constructors and page faults remain part of every start.
 // The same lld 19 library: the link itself is the same.
 #include "lld/Common/Driver.h"
 #include "llvm/Support/raw_ostream.h"

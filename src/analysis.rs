@@ -39,13 +39,48 @@ pub fn run_bounded(config: &Config) -> Bounded {
     backstop::run(config, run_observed)
 }
 
+/// Loads the program on a thread of its own, waiting for it until `deadline`; `None` when the
+/// deadline came first. The load is LLVM's work and clang's (a 5 MB function: 11 s of clang,
+/// 8 more of passes and lowering) and cannot be interrupted inside a step: past the deadline
+/// its clang is killed and the thread is left to end on its own (its result dropped), so
+/// the analysis answers at the deadline instead of the last-resort watcher after it.
+fn load_until(config: &Config, deadline: Instant) -> Result<Option<Loaded>> {
+    let token = Arc::new(crate::cleanup::Abandon::default());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (input, function, target, options, t) = (config.input.clone(), config.function.clone(), config.target.clone(), config.load_options(), token.clone());
+    // The analysis thread's stack (lowering recurses over large functions).
+    let spawned = std::thread::Builder::new().name("load".into()).stack_size(1 << 30).spawn(move || {
+        let r = crate::cleanup::Abandon::run(&t, || load::load_with(&input, &function, &target, &options));
+        let _ = tx.send(r);
+    });
+    if let Err(e) = spawned {
+        return Err(crate::error::Error::internal(format!("cannot start the loading thread: {e}")));
+    }
+    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(r) => r.map(Some),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            token.abandon();
+            info!("the deadline came while loading the program");
+            Ok(None)
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(crate::error::Error::internal("the loading thread panicked")),
+    }
+}
+
 /// [`run`], telling `progress` which stage it is in.
 pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let t0 = Instant::now();
     crate::priority::init();
     progress.enter("loading the program");
-    let options = config.load_options();
-    let loaded = load::load_with(&config.input, &config.function, &config.target, &options)?;
+    let loaded = match load_until(config, t0 + config.timeout)? {
+        Some(l) => l,
+        None => {
+            let mut report = Report::bare(&config.function, config.target.describe());
+            report.reason = "the time budget ran out while loading the program".into();
+            report.timings.insert("load".into(), t0.elapsed().as_secs_f64());
+            return Ok(report);
+        }
+    };
     let t_load = t0.elapsed().as_secs_f64();
     // The native builds (replay, and fuzzing when asked for) run while the APC is built and
     // solved.
@@ -71,16 +106,24 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             eprintln!("apc-llvm: warning: --dot {}: {e}", path.display());
         }
     }
+    if structure.truncated && t0.elapsed() >= config.timeout {
+        // Without the paths' labels: for a long straight line they are millions of strings,
+        // seconds past the deadline to build.
+        let mut report = Report::bare(&f.name, config.target.describe());
+        report.target = f.target_blocks().into_iter().map(|b| f.label(b).to_string()).collect();
+        report.backbone_count = structure.backbones.len();
+        report.truncated = true;
+        report.assumptions = loaded.assumptions.clone();
+        report.timings.insert("load".into(), t_load);
+        report.timings.insert("cfg".into(), t_cfg);
+        report.reason = "the time budget ran out while enumerating the paths to the target".into();
+        return Ok(report);
+    }
     let mut report = Report::new(f, config.target.describe(), &structure);
     report.assumptions = loaded.assumptions.clone();
     report.timings.insert("load".into(), t_load);
     report.timings.insert("cfg".into(), t_cfg);
     progress.set_partial(&report);
-    if structure.truncated && t0.elapsed() >= config.timeout {
-        report.verdict = Verdict::Unknown;
-        report.reason = "the time budget ran out while enumerating the paths to the target".into();
-        return Ok(report);
-    }
     if !structure.graph.target_reachable() {
         report.verdict = Verdict::Unreachable;
         report.reason = "no path of the control-flow graph leads from the entry to the target".into();
@@ -259,7 +302,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             if config.check_ub || config.ub_is_error {
                 progress.enter("checking the witness for undefined behaviour");
                 let tu = Instant::now();
-                match crate::replay::ub::check(&config.input, &config.function, &config.target, &options, &witness, t0 + config.timeout) {
+                match crate::replay::ub::check(&config.input, &config.function, &config.target, &config.load_options(), &witness, t0 + config.timeout) {
                     crate::replay::ub::UbCheck::Clean => report.ub_check = Some("none before the target (UBSan, ASan)".into()),
                     crate::replay::ub::UbCheck::Ub(u) => {
                         report.ub_check = Some(format!("undefined behaviour before the target ({})", u.sanitizer));
@@ -292,6 +335,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         Finding::Unreachable(why) => {
             report.verdict = Verdict::Unreachable;
             report.reason = why;
+            report.assumptions.extend(input_model_assumptions(&loaded.program, config.function == "main"));
         }
         Finding::Unknown(why) | Finding::NoWitness(why) => {
             report.reason = why;
@@ -322,6 +366,31 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     }
     report.timings.insert("total".into(), t0.elapsed().as_secs_f64());
     Ok(report)
+}
+
+/// What the input model takes for granted about the callers of `program`'s function, beyond
+/// what the type of each parameter allows: the proof of an `unreachable` verdict rests on it.
+/// NULL pointers are no assumption (every engine lets a pointer input be NULL).
+pub fn input_model_assumptions(program: &crate::ir::Program, is_main: bool) -> Vec<String> {
+    use crate::ir::{Callee, InstKind, Ty};
+    let f = &program.function;
+    let mut out = vec![];
+    let pointers: Vec<&str> = f.params.iter().filter(|p| p.ty == Ty::Ptr).map(|p| p.name.as_str()).collect();
+    if pointers.len() > 1 {
+        out.push(format!("the pointer parameters ({}) point to separate objects or are NULL", pointers.join(", ")));
+    }
+    if !pointers.is_empty() && !is_main {
+        out.push("a pointer stored in an input buffer points to an object of its own or is NULL".to_string());
+    }
+    let unmatched = f.blocks.iter().flat_map(|b| &b.insts).any(|i| matches!(&i.kind, InstKind::Call { callee: Callee::Unmatched(_), .. }));
+    if unmatched {
+        out.push("a function pointer a caller passes is NULL or a function of the program of its type".to_string());
+    }
+    let writable_globals = program.globals.iter().any(|g| !g.is_constant);
+    if writable_globals && !is_main {
+        out.push(format!("the program's globals hold their initial values when '{}' is called", f.name));
+    }
+    out
 }
 
 /// Analyses every target of `set`, each with the whole `--timeout` and with its own deadline and

@@ -1,14 +1,26 @@
 //! Clean ends on SIGINT, SIGTERM and SIGHUP: temporary directories registered here are removed
-//! and the process exits (130 + signal); the replayed programs die with it (their init has
-//! `PR_SET_PDEATHSIG`).
+//! and the process exits (128 + signal) with nothing on standard output; the sandboxed runs
+//! are killed first (and would die with it anyway: their init has `PR_SET_PDEATHSIG`).
 //!
 //! The signals are blocked in every thread and taken by one thread with `sigwait`, so the
-//! removal runs in ordinary code, not in a signal handler.
+//! removal runs in ordinary code, not in a signal handler. The report and the process's end
+//! go through [`deliver`] and [`conclude`]: the analysis, its runs killed under it, would
+//! otherwise conclude `unknown`, print that and exit 0 while the signal thread was still
+//! removing directories.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 static DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Set first thing when a signal is taken: the process ends with 128 + the signal.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Held, for good, by the thread that printed the report or is ending the process normally
+/// ([`deliver`], [`conclude`]); the signal thread takes it before it exits. So either the
+/// report is out and the process ends with its status, or there is no report and it ends
+/// with 128 + the signal.
+static ENDING: Mutex<()> = Mutex::new(());
+/// Whether this process holds [`ENDING`] (taken once).
+static ENDING_HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// Helper processes under way (clang, llvm-objcopy): killed on interruption.
 static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
@@ -200,6 +212,41 @@ pub fn finish() {
     }
 }
 
+/// Whether a signal is ending the process.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Takes [`ENDING`] for good, unless a signal is ending the process: then this thread waits
+/// for that end (the signal thread exits with 128 + the signal).
+fn take_ending() {
+    if ENDING_HELD.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let guard = ENDING.lock().unwrap_or_else(|e| e.into_inner());
+    if interrupted() {
+        drop(guard);
+        loop {
+            std::thread::park();
+        }
+    }
+    ENDING_HELD.store(true, std::sync::atomic::Ordering::SeqCst);
+    std::mem::forget(guard);
+}
+
+/// Writes the report (`write`), unless a signal is ending the process: no report comes out
+/// after an interruption, and none is cut short by it.
+pub fn deliver(write: impl FnOnce()) {
+    take_ending();
+    write();
+}
+
+/// Before the process ends normally (with a report, an error or a usage message): waits for
+/// the end an interruption already under way gives it instead (see [`deliver`]).
+pub fn conclude() {
+    take_ending();
+}
+
 /// Kills helper `pid` and everything it started (its process group, see [`output`]).
 fn kill_group(pid: u32) {
     unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
@@ -238,7 +285,9 @@ pub fn install() {
         if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
             continue;
         }
-        // From now on no helper, run or directory is started (each checks under its lock).
+        // No report from now on (see `deliver`); no helper, run or directory is started (each
+        // checks under its lock).
+        INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         FINISHED.store(true, std::sync::atomic::Ordering::SeqCst);
         for pid in CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             kill_group(*pid);
@@ -247,6 +296,8 @@ pub fn install() {
         for d in DIRS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             remove_dir(d);
         }
+        // Unless the report is out already (then the process ends with its status).
+        let _ending = ENDING.lock().unwrap_or_else(|e| e.into_inner());
         eprintln!("apc-llvm: interrupted (signal {sig}); temporary files removed");
         // No static destructors: solver threads may still be inside Z3.
         unsafe { libc::_exit(128 + sig) };

@@ -17,6 +17,7 @@ pub mod error;
 pub mod expr;
 pub mod fuzz;
 pub mod ir;
+pub mod jailfs;
 pub mod load;
 pub mod priority;
 pub mod replay;

@@ -175,8 +175,11 @@ fn init_logging(verbose: u8) {
 /// internal error: the exit status still says the verdict (`println!` panicked, exit 101).
 fn print_out(text: &str) {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+    // Not once a signal is ending the process (it ends with 128 + the signal, no report).
+    apc_llvm::cleanup::deliver(|| {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+    });
 }
 
 /// Standard error for the log, whose write errors are dropped: when stderr is a pipe its reader
@@ -461,6 +464,7 @@ fn main() -> ExitCode {
     };
     if let Some(out) = &cli.emit_instrumented {
         let r = config_from(&cli).and_then(|c| emit_instrumented(&c, out));
+        apc_llvm::cleanup::conclude();
         apc_llvm::cleanup::finish();
         return match r {
             Ok(()) => ExitCode::SUCCESS,
@@ -516,6 +520,7 @@ fn main() -> ExitCode {
 /// virtual call) after printing its verdict, and the test harness saw a signal. Nothing the
 /// tool needs runs in a static destructor (temporary files are `cleanup`'s).
 fn end(code: i32) -> ExitCode {
+    apc_llvm::cleanup::conclude();
     apc_llvm::cleanup::finish();
     use std::io::Write;
     let _ = std::io::stdout().flush();

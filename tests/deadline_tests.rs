@@ -34,7 +34,7 @@ fn path_enumeration_stops_at_the_deadline() {
 }
 
 /// Counting loops nested `depth` deep, each up to 0xfffffffe, the target in the innermost body
-/// behind a test on the accumulated sum (issue 16's stress shape).
+/// behind a test on the accumulated sum (the shape of scripts/stress).
 fn nested_loops(depth: usize) -> String {
     let mut s = String::from("void reach(void);\nint f(unsigned n) {\n  unsigned s = 0;\n");
     for d in 0..depth {

@@ -1,4 +1,4 @@
-//! The directed symbolic execution engine (issue 9) on whole programs with `__VERIFIER_nondet_*`
+//! The directed symbolic execution engine on whole programs with `__VERIFIER_nondet_*`
 //! inputs: each reachable shape must end `Reached` with a witness that a native run confirms
 //! (the replay closure is the real sandboxed replay); unreachable twins must not; a loop-free
 //! unreachable program is `Exhausted`; an unbounded loop never is.

@@ -1,4 +1,4 @@
-//! External calls (issue 13): the C library's functions the executor models exactly (`abs`,
+//! External calls: the C library's functions the executor models exactly (`abs`,
 //! `strcmp`, `malloc`, `memcpy`), and mixed concrete-symbolic solving (`--pure`): calls of pure
 //! functions stay unknowns in the APC, the functions run natively on each model's arguments, and
 //! the results go back into the APC. Every `reachable` here is a native replay.

@@ -1,4 +1,4 @@
-//! Inductive invariants of loops (issue 15, item 2): relations every iteration keeps, proved by
+//! Inductive invariants of loops: relations every iteration keeps, proved by
 //! Z3 bit-precisely along every iteration backbone and conjoined after the loop, for variables
 //! the summary rules leave ⋆ (values read from the input stream or memory). Each unreachable
 //! target is proven by the `apc` engine alone, and its twin (one constant changed) is reachable

@@ -219,7 +219,7 @@ fn figure3_with_branching_inner_loop_uses_the_sum_of_inner_counters() {
 }
 
 // Array-writing loops: the writes of up to `EXACT_WRITES` (64) iterations are kept exactly, so
-// a fill loop ties every element to what was stored (issue 9, item 4); beyond, the memory is
+// a fill loop ties every element to what was stored; beyond, the memory is
 // unknown but for the last write.
 
 const NONDET: &str = "extern int __VERIFIER_nondet_int(void);\n";
@@ -269,7 +269,7 @@ fn writes_beyond_the_exact_bound_are_not_guessed() {
     assert_ne!(r["verdict"], "unreachable", "{r:#}");
 }
 
-// Looping conditions monotone in τ lose their quantifier (issue 15, item 1): exact on
+// Looping conditions monotone in τ lose their quantifier: exact on
 // bit-vectors, so proofs and models stay what they were, and Z3 answers at once.
 
 #[test]
@@ -309,7 +309,7 @@ fn a_counter_that_wraps_around_ends_its_loop() {
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
 
-// Polynomial closed forms (issue 15, item 4): `s += i` with i moving by one is a Gauss sum,
+// Polynomial closed forms: `s += i` with i moving by one is a Gauss sum,
 // exact modulo 2^w.
 
 #[test]
@@ -405,7 +405,7 @@ fn a_model_with_a_billion_iterations_is_traded_for_a_small_one() {
     assert!(counters.values().all(|c| c.as_u64().unwrap() <= 1 << 16), "{r:#}");
 }
 
-// Every element a fill loop wrote (issue 15: all-elements facts): after the loop the array is
+// Every element a fill loop wrote (facts about all elements): after the loop the array is
 // λp. (v at p's iteration, or the old byte), exact for any count while the index does not wrap,
 // so a read needs neither a quantifier nor an invariant.
 
@@ -462,7 +462,7 @@ fn a_fill_value_wraps_around_like_the_program() {
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
 
-// Relations every iteration keeps (issue 15): each unreachable target is proven from the closed
+// Relations every iteration keeps: each unreachable target is proven from the closed
 // forms θ^κ and the quantifier-free looping condition, and its twin (one constant changed) is
 // reachable with a replay.
 
@@ -534,7 +534,7 @@ fn a_fill_models_writes_stay_inside_the_array() {
     assert!(n <= 300, "n = {n} stays within A[300]: {r:#}");
 }
 
-/// The first unfolding bound adapts to the unfolding's size (issue 12): three nested loops
+/// The first unfolding bound adapts to the unfolding's size: three nested loops
 /// multiply the instances of their quantifiers, so K starts below `--unfold`; one loop keeps it.
 #[test]
 fn the_unfolding_bound_starts_small_for_nested_loops() {
@@ -560,7 +560,7 @@ fn the_unfolding_bound_starts_small_for_nested_loops() {
     }
 }
 
-/// Nested counting loops (issue 15): the outer loop's test mentions only its own τ, so it loses
+/// Nested counting loops: the outer loop's test mentions only its own τ, so it loses
 /// its quantifier even though the body holds an inner loop, and the inner summary (τ-free) needs
 /// none: `c == n * m` after the loops is proved; the twin with `c == n * m` reachable replays.
 #[test]

@@ -1,4 +1,4 @@
-//! Memory safety of the FFI (issue 8): Z3 and LLVM objects used only by their owning thread and
+//! Memory safety of the FFI: Z3 and LLVM objects used only by their owning thread and
 //! never after their owner is gone (ARCHITECTURE.md, "Threads and FFI ownership").
 //!
 //! The bug this guards against: the solver race left its losing Z3 threads running, detached;

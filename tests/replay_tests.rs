@@ -110,7 +110,7 @@ void f(const char *s, signed char c, long n, char **pp) {
     }
 }
 
-/// A `static` function is replayed itself, not a stub of it (issue 12).
+/// A `static` function is replayed itself, not a stub of it.
 #[test]
 fn a_static_function_is_replayed() {
     let src = "extern void reach_error(void);\n\

@@ -1,4 +1,4 @@
-//! Hostile programs under replay (issue 11): each reaches its target only after its hostile
+//! Hostile programs under replay: each reaches its target only after its hostile
 //! action, so the verdict must still be right, the action contained, and nothing left behind.
 
 mod common;
@@ -391,5 +391,234 @@ fn every_run_sees_the_same_addresses() {
     assert_eq!(first.split_whitespace().count(), 3, "{first}");
     for _ in 0..3 {
         assert_eq!(run(), first);
+    }
+}
+
+/// A victim directory (mode 0700) holding a secret file (0600), owned by `uid`: what a hostile
+/// program's planted links point at. Returns the directory and its entries' contents.
+fn victims(uid: u32) -> (tempfile::TempDir, Vec<(String, Vec<u8>)>) {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let files = vec![("secret".to_string(), b"top secret\n".to_vec()), ("keep".to_string(), b"keep me\n".to_vec())];
+    for (name, bytes) in &files {
+        let p = d.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::chown(&p, Some(uid), Some(uid)).unwrap();
+    }
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(d.path(), Some(uid), Some(uid)).unwrap();
+    (d, files)
+}
+
+/// The victims are as they were: the same entries, the same contents.
+fn assert_untouched(dir: &std::path::Path, files: &[(String, Vec<u8>)], how: &str) {
+    let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    let mut want: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
+    want.sort();
+    assert_eq!(names, want, "{how}: the victim directory changed");
+    for (name, bytes) in files {
+        assert_eq!(&std::fs::read(dir.join(name)).unwrap(), bytes, "{how}: {name} changed");
+    }
+}
+
+/// A program that, from a constructor and then from a thread all along the fuzzing, plants
+/// links to `file` and `dir` in every directory it can write, under the names the tool reads
+/// (corpus entries, artifacts, the traced input, a fed seed). With `swap_dirs`, the thread
+/// also replaces the corpus, artifact and input directories themselves with links to `dir`
+/// once libFuzzer runs, and an input kills the fuzzer (so that the tool reads what is there
+/// and restarts it, again and again, until the deadline).
+fn planting_program(file: &std::path::Path, dir: &std::path::Path, swap_dirs: bool) -> String {
+    format!(
+        r#"#include <stdio.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <signal.h>
+extern void reach_error(void);
+static const char *dirs[] = {{".", "/", "/work", "corpus", "art", "t", "/work/corpus", "/work/art", "/work/t", "/corpus", "/art", "/t", 0}};
+static const char *names[] = {{"crash-0000", "crash-ffff", "leak-0", "timeout-0", "oom-0", "seed-0001", "fill-0002", "prev-0003", "input", "live", "live-0001", "evil", 0}};
+static void plant(void) {{
+  char p[512];
+  for (int i = 0; dirs[i]; i++) {{
+    for (int k = 0; names[k]; k++) {{
+      snprintf(p, sizeof p, "%s/%s", dirs[i], names[k]);
+      unlink(p); (void)!symlink("{file}", p);
+    }}
+    snprintf(p, sizeof p, "%s/dirlink", dirs[i]); (void)!symlink("{dir}", p);
+  }}
+}}
+static void swap(void) {{
+  char q[512];
+  for (int i = 3; dirs[i]; i++) {{
+    snprintf(q, sizeof q, "%s.old%d", dirs[i], getpid());
+    if (rename(dirs[i], q) == 0 || unlink(dirs[i]) == 0) (void)!symlink("{dir}", dirs[i]);
+  }}
+}}
+static void *again(void *arg) {{ (void)arg; for (int n = 0;; n++) {{ plant(); if ({swap} && n >= 50) swap(); usleep(2000); }} return 0; }}
+__attribute__((constructor)) static void start(void) {{ plant(); pthread_t t; pthread_create(&t, 0, again, 0); }}
+void f(int x) {{
+  if ({swap} && x == 7) raise(SIGKILL);
+  if (x == 3 && (!{swap} || x * x == 10)) reach_error();
+}}
+"#,
+        file = file.display(),
+        dir = dir.display(),
+        swap = i32::from(swap_dirs),
+    )
+}
+
+/// Links a fuzzed program plants where the tool reads, writes and removes (its corpus, its
+/// artifacts, the traced input, the directories themselves) lead nowhere: a victim file and
+/// directory outside the jail stay as they were, as root and in the unprivileged mode.
+#[test]
+fn fuzzing_never_follows_a_planted_link() {
+    for swap in [false, true] {
+        let (dir, files) = victims(0);
+        let src = planting_program(&dir.path().join("secret"), dir.path(), swap);
+        let args = ["--function", "f", "--call", "reach_error", "--engine", "fuzz", "--timeout", "6"];
+        let r = analyse("plant", &src, &args);
+        assert_untouched(dir.path(), &files, "as root");
+        if !swap {
+            // The links planted beside its corpus do not stop the fuzzer.
+            assert_eq!(r["verdict"], "reachable", "{r:#}");
+        }
+        if can_run_as_nobody() {
+            let (dir, files) = victims(65534);
+            let src = planting_program(&dir.path().join("secret"), dir.path(), swap);
+            let u = analyse_as_nobody("plant", &src, &args).expect("checked above");
+            assert_untouched(dir.path(), &files, "as nobody");
+            if !swap {
+                assert_eq!(u["verdict"], "reachable", "as nobody: {u:#}");
+            }
+        }
+    }
+}
+
+/// The fuzzed program sees nothing of the tool's environment: not in its own, nor through a
+/// link to the tool's `/proc/self/environ` planted where the tool reads and writes back.
+#[test]
+fn fuzzing_sees_no_environment() {
+    let src = r#"#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dirent.h>
+extern char **environ;
+extern void reach_error(void);
+static int holds_secret(const char *path) {
+  static char buf[1 << 16];
+  FILE *f = fopen(path, "r"); if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f); fclose(f);
+  for (size_t i = 0; i + 15 <= n; i++) if (memcmp(buf + i, "APC_JAIL_SECRET", 15) == 0) return 1;
+  return 0;
+}
+static int leaked(void) {
+  if ((environ && environ[0]) || getenv("APC_JAIL_SECRET") || getenv("HOME")) return 1;
+  const char *dirs[] = {"/work/corpus", "/work/t", "/work/art", "/corpus", "/t", "/art", 0};
+  for (int i = 0; dirs[i]; i++) {
+    DIR *d = opendir(dirs[i]); if (!d) continue;
+    struct dirent *e; char p[512];
+    while ((e = readdir(d))) { snprintf(p, sizeof p, "%s/%s", dirs[i], e->d_name); if (holds_secret(p)) { closedir(d); return 1; } }
+    closedir(d);
+  }
+  return 0;
+}
+__attribute__((constructor)) static void plant(void) {
+  const char *links[] = {"/work/corpus/env", "/work/art/crash-env", "/work/t/input", "/corpus/env", "/art/crash-env", "/t/input", 0};
+  for (int i = 0; links[i]; i++) { unlink(links[i]); (void)!symlink("/proc/self/environ", links[i]); }
+}
+void f(int x) { if (leaked()) reach_error(); }
+"#;
+    let p = c_program("env", src);
+    let out = apc_llvm_with_env(
+        &[p.path.to_str().unwrap(), "--function", "f", "--call", "reach_error", "--engine", "fuzz", "--timeout", "6", "--json"],
+        &[("APC_JAIL_SECRET", "s3cr3t-value")],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(r["verdict"], "reachable", "the fuzzed program saw the tool's environment: {r:#}");
+}
+
+/// A fuzzed program that writes all it can is stopped at its tmpfs's size (64 MiB), and
+/// reaches its target only then: in a directory without a limit it writes 128 MiB.
+#[test]
+fn fuzzing_cannot_fill_the_disk() {
+    let src = r#"#include <stdio.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+extern void reach_error(void);
+/* Fills the disk once per process (the driver resets globals between inputs, not files):
+   the total it managed is kept in a file. */
+static long filled(void) {
+  long total = 0;
+  int m = open("filled", O_RDONLY);
+  if (m >= 0) { (void)!read(m, &total, sizeof total); close(m); return total; }
+  static char buf[1 << 20]; memset(buf, 'x', sizeof buf);
+  int k = 0;
+  for (; k < 128; k++) {
+    char name[32]; snprintf(name, sizeof name, "fill%d", k);
+    int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644); if (fd < 0) break;
+    long w = write(fd, buf, sizeof buf); close(fd);
+    if (w > 0) total += w;
+    if (w != (long)sizeof buf) break;
+  }
+  for (int j = 0; j <= k; j++) { char name[32]; snprintf(name, sizeof name, "fill%d", j); unlink(name); }
+  m = open("filled", O_WRONLY | O_CREAT, 0644); if (m >= 0) { (void)!write(m, &total, sizeof total); close(m); }
+  return total;
+}
+void f(int x) { long t = filled(); if (x == 3 && t >= (16l << 20) && t <= (64l << 20)) reach_error(); }
+"#;
+    let r = analyse("fill", src, &["--function", "f", "--call", "reach_error", "--engine", "fuzz", "--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "the fuzzed program was not stopped at its tmpfs's size: {r:#}");
+}
+
+/// SIGTERM while the fuzzer runs (or while it is built): the tool exits with 143, prints no
+/// report, and leaves no temporary file and no process, every time.
+#[test]
+fn sigterm_during_fuzzing_ends_with_143_and_no_report() {
+    let comm = format!("apcfz{}", std::process::id() % 100000);
+    // The target is hard to reach (a hash): the fuzzer runs until the signal.
+    let src = format!(
+        "#include <sys/prctl.h>\nextern void reach_error(void);\n\
+         __attribute__((constructor)) static void name(void) {{ prctl(PR_SET_NAME, \"{comm}\"); }}\n\
+         void f(unsigned x) {{ unsigned h = x; for (int i = 0; i < 8; i++) h = (h ^ (h >> 13)) * 2654435761u; if (h == 0x1234567u) reach_error(); }}\n"
+    );
+    let p = c_program("sigfuzz", &src);
+    let running = |comm: &str| {
+        std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()).any(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == comm))
+    };
+    for k in 0..6u64 {
+        let tmp = tempfile::tempdir().unwrap();
+        let child = apc_llvm_command()
+            .arg(&p.path)
+            .args(["--function", "f", "--call", "reach_error", "--engine", "fuzz", "--timeout", "30", "--json"])
+            .env("TMPDIR", tmp.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Once the tool runs (its first temporary directory is there: before `main` a signal
+        // has its default action), at different points: while loading, building, at the
+        // fuzzer's start, while it runs.
+        let start = Instant::now();
+        while std::fs::read_dir(tmp.path()).unwrap().next().is_none() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(50 + 250 * k));
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let sent = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(sent.elapsed() < Duration::from_secs(3), "the tool took {:?} to stop", sent.elapsed());
+        assert_eq!(out.status.code(), Some(143), "run {k}: {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert!(out.stdout.is_empty(), "run {k}: a report after SIGTERM: {}", String::from_utf8_lossy(&out.stdout));
+        let gone = Instant::now();
+        while running(&comm) && gone.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!running(&comm), "run {k}: the fuzzed program outlived the tool");
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+        assert!(left.is_empty(), "run {k}: temporary files left: {left:?}");
     }
 }

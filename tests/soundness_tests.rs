@@ -31,7 +31,7 @@ fn assert_unreachable(r: &Value) {
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
 
-/// The scan loop of a JSON parser (issue 8): `end` walks a pointer loaded from a struct field.
+/// The scan loop of a JSON parser: `end` walks a pointer loaded from a struct field.
 const SCAN: &str = "
 typedef struct { const unsigned char *content; size_t length; } pbuf;
 void h(const char *s, size_t len) {

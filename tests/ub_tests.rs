@@ -1,4 +1,4 @@
-//! Undefined behaviour on witnesses (`--check-ub`, `--ub-is-error`; issue 13): the reaching
+//! Undefined behaviour on witnesses (`--check-ub`, `--ub-is-error`): the reaching
 //! witness runs again on the program rebuilt under UBSan and ASan, natively.
 
 mod common;

@@ -366,7 +366,7 @@ fn bytes_in_front_of_a_string_are_inputs() {
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
 }
 
-/// Issue 12, minimal witnesses: the model asked for is the one with the fewest loop iterations
+/// Minimal witnesses: the model asked for is the one with the fewest loop iterations
 /// (the least sum of path counters), so a loop whose count comes from an input runs just as
 /// often as the target needs, and a scanned buffer is just as long. A model replayed early (see
 /// `engine::apc`'s `EarlyReplay`: the quick check's models are tried while the least one is

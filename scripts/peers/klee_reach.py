@@ -8,7 +8,7 @@ The program is compiled to bitcode with the flags KLEE asks for (clang -emit-llv
 -Xclang -disable-O0-optnone) together with a prelude: each __VERIFIER_nondet_* returns a fresh
 `klee_make_symbolic` value of its type, __VERIFIER_assume is klee_assume, and reach_error is a
 failing klee_assert. The clang is the LLVM KLEE was built against (`klee --version` names it;
-KLEE's master builds against Debian's llvm-19, see the README's "Peers"), found from the KLEE
+KLEE's master builds against Debian's llvm-19, see CONTRIBUTING.md, "Peers"), found from the KLEE
 binary's prefix when not given. KLEE runs with --max-time and stops at the first assertion
 failure (--exit-on-error-type=Assert), writing only tests that cover new code.
 

@@ -109,7 +109,14 @@ impl Builder {
         }
         let mut memo: HashMap<(Node, Vec<Node>), Option<LoopId>> = HashMap::new();
         let mut out = Vec::with_capacity(paths.len());
+        let mut truncated = truncated;
         for nodes in paths {
+            // Each path costs a set of its nodes (a straight line of 38,000 blocks: seconds for
+            // the bound's paths), so the deadline is looked at between paths too.
+            if self.limits.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                truncated = true;
+                break;
+            }
             let mut entries = vec![];
             let mut prefix = BTreeSet::new();
             for (pos, &v) in nodes.iter().enumerate() {

@@ -1,4 +1,4 @@
-//! k-induction over the function's steps (issue 15, item 5): a proof of unreachability for
+//! k-induction over the function's steps: a proof of unreachability for
 //! targets whose safety is k-inductive, without finding an invariant.
 //!
 //! The steps are the Horn clauses' edges ([`super::transitions`]): a state is a block (`pc`)

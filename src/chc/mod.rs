@@ -1,4 +1,4 @@
-//! The analysed function as constrained Horn clauses (issue 15, item 3): one predicate per
+//! The analysed function as constrained Horn clauses: one predicate per
 //! block over the function's registers, one clause per control-flow edge, and the query "a
 //! target block is entered". Z3's Horn engine (Spacer) then either finds an interpretation of
 //! the predicates, an inductive invariant per block that excludes every target (the target is

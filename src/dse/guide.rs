@@ -1,4 +1,4 @@
-//! APC-based pruning data for the DSE (issue 9, item 2).
+//! APC-based pruning data for the DSE.
 //!
 //! The APC is a necessary condition on the inputs of every run that reaches the target. The DSE
 //! names its input symbols exactly as the APC does (the nondet stream, parameters, parameter

@@ -1,4 +1,4 @@
-//! Directed symbolic execution (issue 9): the second stage of the witness search.
+//! Directed symbolic execution: the second stage of the witness search.
 //!
 //! States are exact (bit-precise values, byte-exact memory per object, the nondet stream as
 //! fresh symbols in call order, the path condition in one incremental Z3 solver), and the engine
@@ -224,7 +224,7 @@ const LEAST_LENGTHS_BUDGET: Duration = Duration::from_millis(150);
 
 /// After a satisfiable `pc`: the model with the least sum of the length parameters tied to
 /// buffers (`tied_lengths`, see `witness::length_ties`), searched for briefly, so that the
-/// witness of a path that reads four bytes says `len = 6`, not `len = 16` (issue 12); the
+/// witness of a path that reads four bytes says `len = 6`, not `len = 16`; the
 /// last model when there is nothing to minimise or no better one is found in time.
 fn least_lengths(solver: &mut PathSolver, pc: &PathCondition, tied_lengths: &[BV], deadline: Instant) -> Option<std::rc::Rc<z3::Model>> {
     let first = solver.model()?;
@@ -320,7 +320,7 @@ pub fn search(
             while !done.load(Ordering::SeqCst) {
                 // Only while a query runs: the search sees the deadline and a cancel itself
                 // between queries, and Z3 4.8 is fragile under interrupts that land outside a
-                // check (building terms, reading a model, freeing a solver; cf. Z3 issue 595).
+                // check (building terms, reading a model, freeing a solver; cf. Z3's GitHub #595).
                 // One run of the soundness campaign died of an uncaught `rewriter_exception`
                 // while interrupts went on every 5 ms after a cancel.
                 let stop = Instant::now() >= limits.deadline || cancel.load(Ordering::Relaxed);

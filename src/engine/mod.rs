@@ -230,7 +230,7 @@ const APC_HEAD_START: Duration = Duration::from_millis(100);
 /// (5 each): geometric mean of the portfolio's ratio to the best single engine 1.46 against
 /// 1.62, doif 1.17 s against 1.81, eqcnt 0.37 against 1.21 (its fuzzer gets the core the
 /// solvers gave up, while the apc thread still unfolds at full priority for the model that
-/// seeds it). A tenth of an engine since session 23: the solvers' CPU beyond the head start
+/// seeds it). A tenth of an engine, not more: the solvers' CPU beyond the head start
 /// cost the DSE more than its share, as every Z3 thread beside it slows its checks (memory,
 /// page faults): on doif, the DSE's checks took 0.72 s beside the solvers at a third, 0.57 s
 /// with none past the head start, 0.46 s without the apc engine. Interleaved runs of

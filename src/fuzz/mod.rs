@@ -37,6 +37,7 @@ pub use dict::{constant_entries, render as render_dictionary, CmpConstant};
 pub use input::{InputLayout, ParamSlot, Shape};
 
 use crate::error::{Error, Result};
+use crate::jailfs::Dir;
 use crate::load::{clang_path, llvm_tool, Loaded};
 use crate::replay::driver::DriverSpec;
 use crate::replay::{first_error, run_tool, write, Limits};
@@ -181,27 +182,20 @@ struct Carried {
     entries: Vec<Vec<u8>>,
 }
 
-/// The number of entries in the corpus directory `dir`, and with `contents`, the first of them
-/// in name order, within [`CARRIED_ENTRIES`] and [`CARRIED_BYTES`].
-fn read_corpus(dir: &Path, contents: bool) -> (u64, Vec<Vec<u8>>) {
-    let Ok(d) = std::fs::read_dir(dir) else { return (0, vec![]) };
-    let mut names: Vec<PathBuf> = d.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-    let count = names.len() as u64;
-    if !contents {
-        return (count, vec![]);
-    }
-    names.sort();
+/// The first entries of `corpus` in name order, within [`CARRIED_ENTRIES`] and
+/// [`CARRIED_BYTES`].
+fn carried_entries(corpus: &[(String, Vec<u8>)]) -> Vec<Vec<u8>> {
+    let mut sorted: Vec<&(String, Vec<u8>)> = corpus.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut bytes = 0;
     let mut entries = vec![];
-    for p in names.into_iter().take(CARRIED_ENTRIES) {
-        if let Ok(b) = std::fs::read(&p) {
-            if bytes + b.len() <= CARRIED_BYTES {
-                bytes += b.len();
-                entries.push(b);
-            }
+    for (_, b) in sorted.into_iter().take(CARRIED_ENTRIES) {
+        if bytes + b.len() <= CARRIED_BYTES {
+            bytes += b.len();
+            entries.push(b.clone());
         }
     }
-    (count, entries)
+    entries
 }
 
 /// Most corpus entries carried from one session to the next, and most bytes.
@@ -215,13 +209,8 @@ impl Drop for Fuzzer {
 }
 
 
-fn mkdir_open(path: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(path).map_err(|e| Error::internal(format!("creating {}: {e}", path.display())))?;
-    // The sandboxed fuzzer runs as "nobody": it writes its corpus and artifacts here.
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777))
-        .map_err(|e| Error::internal(format!("opening {} to the sandbox: {e}", path.display())))
-}
+/// Most names read from a directory the program wrote (its tmpfs holds at most 16384 files).
+const MAX_NAMES: usize = 1 << 15;
 
 
 /// libFuzzer's runtime archive. Linked by path rather than with `-fsanitize=fuzzer`, which
@@ -472,8 +461,8 @@ impl Fuzzer {
                 stats.trace_runs = s.traces;
                 // Kept for a next round only when this one may be followed by one.
                 let keep = !matches!(end, FuzzEnd::Reached(_)) && !cancel.load(Ordering::Relaxed);
-                let (count, entries) = read_corpus(&s.jail.join("corpus"), keep);
-                stats.corpus_size = count;
+                stats.corpus_size = s.corpus.len() as u64;
+                let entries = if keep { carried_entries(&s.corpus) } else { vec![] };
                 *self.carried.lock().unwrap_or_else(|e| e.into_inner()) = Carried { shape, entries };
                 if !self.keep_temps {
                     let _ = std::fs::remove_dir_all(&s.work);
@@ -495,11 +484,17 @@ struct Trace {
     hit: bool,
 }
 
-/// One search's sandbox directory: `jail/` holds the executable, `corpus/`, `art/` (libFuzzer's
-/// artifacts), `t/` (traced inputs), `shape` and `dict`.
+/// One search's sandbox directory: `jail/` holds the executable, its libraries, `shape`, `dict`
+/// and `work` (where each run's tmpfs goes), none of it writable by the program; the logs are
+/// beside it. Each run's tmpfs gets `corpus/`, `art/` (libFuzzer's artifacts) and `t/` (traced
+/// inputs), written and read by the tool only through a descriptor ([`crate::jailfs`]); the
+/// corpus is kept here between runs.
 struct Session {
     work: PathBuf,
     jail: PathBuf,
+    /// The corpus the next run starts from (file names and contents): the seeds, then what
+    /// the last run left in its corpus directory.
+    corpus: Vec<(String, Vec<u8>)>,
     layout: InputLayout,
     logs: u32,
     /// Values of the constant-fill seeds (see [`InputLayout::fill_seed`]).
@@ -559,9 +554,23 @@ fn new_units_in_log(path: &Path, read: &mut u64) -> usize {
     text[..whole].split(|b| *b == b'\n').filter(|l| l.starts_with(b"#") && l.windows(5).any(|w| w == b"\tNEW ")).count()
 }
 
-/// File times that set the modification time to `secs` seconds since the epoch.
-fn modified_at(secs: u64) -> std::fs::FileTimes {
-    std::fs::FileTimes::new().set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+/// Adds `bytes` to the running libFuzzer's corpus. libFuzzer (`-reload=1`) rereads the
+/// corpus directory once a second, but only when the directory's modification time, in
+/// whole seconds, is past the one it last saw (at its start, then at each reread), and then
+/// only the files not older than that. The directory starts [`CORPUS_DATED_AHEAD`] in the
+/// future: libFuzzer's own new entries, which set its time to the clock's, are never
+/// reread (a reread runs again every file of the last second it does not hold, such as the
+/// longer versions of the inputs it has since reduced, which the fuzzer alone does not run:
+/// the portfolio's fuzzer would take another path). Each fed file
+/// and the directory get the next second past the last one given. The file is written
+/// aside (in `t/`) and renamed in, so that it is never read half-written; all of it through
+/// the descriptor of the run's tmpfs, `work`.
+fn feed(work: &Dir, bytes: &[u8], st: &mut Steering) -> std::io::Result<()> {
+    st.stamp += 1;
+    let (aside, corpus) = (work.dir("t")?, work.dir("corpus")?);
+    aside.write("live", bytes, Some(st.stamp))?;
+    aside.rename_to("live", &corpus, &format!("live-{:04}", st.fed + 1))?;
+    corpus.set_modified(st.stamp)
 }
 
 /// Sets the nice value of the scheduling group (autogroup) of the session `pid` leads; false
@@ -574,7 +583,7 @@ impl Session {
     /// One look at the running libFuzzer (its init `pid`, its log at `log`): its priority
     /// follows [`Live::nice`], and new seeds go into its corpus. `false`: a seed needs a new
     /// search (see [`FuzzEnd::Reseed`]).
-    fn steer(&self, st: &mut Steering, live: &Live, pid: libc::pid_t, log: &Path, max_len: usize) -> bool {
+    fn steer(&self, st: &mut Steering, live: &Live, pid: libc::pid_t, work: Option<&Dir>, log: &Path, max_len: usize) -> bool {
         let now = Instant::now();
         if st.last_look.is_some_and(|t| now.duration_since(t) < STEER_INTERVAL) {
             return true;
@@ -591,12 +600,13 @@ impl Session {
             }
         }
         let Some(since) = live.seeds_since else { return true };
+        let Some(work) = work else { return true };
         if st.fed > 0 {
             // libFuzzer's own new entries set the directory's time back to the clock's, which
             // hides a fed file from its next reread (see `Session::feed`): the time is given
             // again at every look (once libFuzzer has read it, it is the time it last saw, and
             // hides nothing more).
-            if let Err(e) = self.date_corpus(st.stamp) {
+            if let Err(e) = work.dir("corpus").and_then(|c| c.set_modified(st.stamp)) {
                 debug!("dating the fuzzing corpus: {e}");
             }
         }
@@ -608,37 +618,13 @@ impl Session {
                 debug!(fits, len = bytes.len(), "a new seed needs a new fuzzing search");
                 return false;
             }
-            match self.feed(&bytes, st) {
+            match feed(work, &bytes, st) {
                 Ok(()) => st.fed += 1,
                 Err(e) => debug!("a new seed could not be fed to the fuzzer: {e}"),
             }
             st.known += 1;
         }
         true
-    }
-
-    /// Adds `bytes` to the running libFuzzer's corpus. libFuzzer (`-reload=1`) rereads the
-    /// corpus directory once a second, but only when the directory's modification time, in
-    /// whole seconds, is past the one it last saw (at its start, then at each reread), and then
-    /// only the files not older than that. The directory starts [`CORPUS_DATED_AHEAD`] in the
-    /// future: libFuzzer's own new entries, which set its time to the clock's, are never
-    /// reread (a reread runs again every file of the last second it does not hold, such as the
-    /// longer versions of the inputs it has since reduced, which the fuzzer alone does not run:
-    /// the portfolio's fuzzer would take another path). Each fed file
-    /// and the directory get the next second past the last one given. The file is written
-    /// aside and renamed in, so that it is never read half-written.
-    fn feed(&self, bytes: &[u8], st: &mut Steering) -> std::io::Result<()> {
-        st.stamp += 1;
-        let aside = self.jail.join("t/live");
-        std::fs::write(&aside, bytes)?;
-        std::fs::File::options().write(true).open(&aside)?.set_times(modified_at(st.stamp))?;
-        std::fs::rename(&aside, self.jail.join("corpus").join(format!("live-{:04}", st.fed + 1)))?;
-        self.date_corpus(st.stamp)
-    }
-
-    /// Dates the corpus directory `at` (whole seconds since the epoch; see [`Session::feed`]).
-    fn date_corpus(&self, at: u64) -> std::io::Result<()> {
-        std::fs::File::open(self.jail.join("corpus"))?.set_times(modified_at(at))
     }
 
     fn new(fuzzer: &Fuzzer, seeds: &[Witness]) -> Result<Session> {
@@ -651,9 +637,10 @@ impl Session {
         }
         std::fs::create_dir(&work).map_err(|e| Error::internal(format!("creating {}: {e}", work.display())))?;
         let jail = work.join("jail");
-        for sub in ["", "corpus", "art", "t"] {
-            mkdir_open(&jail.join(sub))?;
-        }
+        std::fs::create_dir_all(jail.join("work")).map_err(|e| Error::internal(format!("creating {}: {e}", jail.display())))?;
+        // Readable by the runs' uid; writable by nobody else (the run sees it read-only).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&jail, std::fs::Permissions::from_mode(0o755)).map_err(|e| Error::internal(format!("chmod {}: {e}", jail.display())))?;
         let exe = jail.join(sandbox::EXE);
         if std::fs::hard_link(&fuzzer.exe, &exe).is_err() {
             std::fs::copy(&fuzzer.exe, &exe).map_err(|e| Error::internal(format!("copying the fuzzer: {e}")))?;
@@ -662,7 +649,7 @@ impl Session {
         let layout = fuzzer.layout.with_shapes_of(seeds);
         let words: Vec<u8> = layout.shape_words().iter().flat_map(|w| w.to_le_bytes()).collect();
         write(&jail.join(cdriver::SHAPE_PATH.trim_start_matches('/')), &words)?;
-        Ok(Session { work, jail, layout, logs: 0, fills: vec![], number: n, traces: 0 })
+        Ok(Session { work, jail, corpus: vec![], layout, logs: 0, fills: vec![], number: n, traces: 0 })
     }
 
     fn log_path(&mut self, kind: &str) -> PathBuf {
@@ -673,16 +660,16 @@ impl Session {
     /// Runs the fuzz executable once on `bytes` with the call trace on.
     fn trace(&mut self, bytes: &[u8], deadline: Instant, cancel: &AtomicBool) -> Result<Trace> {
         self.traces += 1;
-        write(&self.jail.join("t/input"), bytes)?;
-        let mut args = vec![cdriver::TRACE_FLAG.to_string(), "-artifact_prefix=/t/".into(), format!("-timeout={INPUT_TIMEOUT_SECS}")];
+        let mut args = vec![cdriver::TRACE_FLAG.to_string(), "-artifact_prefix=/work/t/".into(), format!("-timeout={INPUT_TIMEOUT_SECS}")];
         args.extend(own_signals());
-        args.push("/t/input".into());
+        args.push("/work/t/input".into());
+        let prepare = |work: &Dir| work.make_dir("t", 0o700, sandbox::owner())?.write("input", bytes, None);
         let limits = Limits { wall: TRACE_WALL, cpu_seconds: TRACE_WALL.as_secs() + 1, ..Limits::default() };
         let log = self.log_path("trace");
         // A trace decides whether a found input is replayed: it may run a little past the
         // deadline (bounded by TRACE_WALL), never past cancellation.
         let deadline = deadline.max(Instant::now() + Duration::from_millis(500));
-        let out = sandbox::run(&self.jail, &args, limits, &log, deadline, cancel, None).map_err(|e| Error::internal(format!("fuzz trace: {e}")))?;
+        let out = sandbox::run(&self.jail, &args, limits, &log, deadline, cancel, &prepare, None).map_err(|e| Error::internal(format!("fuzz trace: {e}")))?;
         let calls = trace_calls(&out.trace);
         let hit = out.trace.contains(&b'H');
         debug!(status = %out.status, calls = calls.len(), hit, "traced an input");
@@ -711,14 +698,47 @@ impl Session {
     }
 
     /// Removes the corpus entries holding exactly `bytes`.
-    fn drop_from_corpus(&self, bytes: &[u8]) {
-        let Ok(dir) = std::fs::read_dir(self.jail.join("corpus")) else { return };
-        for e in dir.filter_map(|e| e.ok()) {
-            if std::fs::read(e.path()).is_ok_and(|b| b == bytes) {
-                debug!(entry = %e.path().display(), "dropping a corpus entry that stops libFuzzer");
-                let _ = std::fs::remove_file(e.path());
+    fn drop_from_corpus(&mut self, bytes: &[u8]) {
+        self.corpus.retain(|(name, b)| {
+            let drop = b == bytes;
+            if drop {
+                debug!(entry = %name, "dropping a corpus entry that stops libFuzzer");
+            }
+            !drop
+        });
+    }
+
+    /// Fills a run's fresh tmpfs `work`: the corpus (its directory dated `stamp`, see [`feed`],
+    /// when given), and empty `art/` and `t/`, all the program's to write.
+    fn prepare(&self, work: &Dir, stamp: Option<u64>) -> std::io::Result<()> {
+        let owner = sandbox::owner();
+        let corpus = work.make_dir("corpus", 0o700, owner)?;
+        for (name, bytes) in &self.corpus {
+            corpus.write(name, bytes, None)?;
+        }
+        if let Some(at) = stamp {
+            corpus.set_modified(at)?;
+        }
+        work.make_dir("art", 0o700, owner)?;
+        work.make_dir("t", 0o700, owner)?;
+        Ok(())
+    }
+
+    /// After a run: its corpus directory becomes the corpus the next run starts from (kept as
+    /// it was if the program made it unreadable), and its new artifacts come back, with their
+    /// contents, in name order (libFuzzer names them by their hash). Files of `limit` bytes at
+    /// most (longer ones are cut: libFuzzer reads no more of an input than `-max_len`).
+    fn collect(&mut self, work: &Dir, handled: &BTreeSet<String>, limit: usize) -> Vec<(String, Vec<u8>)> {
+        if let Ok(dir) = work.dir("corpus") {
+            if let Ok(names) = dir.names(MAX_NAMES) {
+                self.corpus = names.into_iter().filter_map(|n| dir.read(&n, limit).ok().map(|b| (n, b))).collect();
             }
         }
+        let Ok(art) = work.dir("art") else { return vec![] };
+        let mut found: Vec<String> = art.names(MAX_NAMES).unwrap_or_default();
+        found.retain(|n| !handled.contains(n));
+        found.sort();
+        found.into_iter().filter_map(|n| art.read(&n, limit).ok().map(|b| (n, b))).collect()
     }
 
     fn search(
@@ -740,7 +760,7 @@ impl Session {
             }
             let bytes = self.seed_bytes(w, limits.deadline, cancel)?;
             if encoded.insert(bytes.clone()) {
-                write(&self.jail.join(format!("corpus/seed-{:04}", encoded.len())), &bytes)?;
+                self.corpus.push((format!("seed-{:04}", encoded.len()), bytes.clone()));
             }
         }
         let seed_entries = encoded.len() as u64;
@@ -750,7 +770,7 @@ impl Session {
         for v in &self.fills {
             let bytes = self.layout.fill_seed(*v, FILL_CALLS);
             if encoded.insert(bytes.clone()) {
-                write(&self.jail.join(format!("corpus/fill-{:04}", encoded.len())), &bytes)?;
+                self.corpus.push((format!("fill-{:04}", encoded.len()), bytes.clone()));
             }
         }
         // Zero-data fills: each fill value in the integers, the buffers all zeros.
@@ -758,7 +778,7 @@ impl Session {
             for v in &self.fills {
                 let bytes = self.layout.zero_data_seed(*v, FILL_CALLS);
                 if encoded.insert(bytes.clone()) {
-                    write(&self.jail.join(format!("corpus/zfill-{:04}", encoded.len())), &bytes)?;
+                    self.corpus.push((format!("zfill-{:04}", encoded.len()), bytes.clone()));
                 }
             }
         }
@@ -769,7 +789,7 @@ impl Session {
                 for v in self.fills.iter().take(MAX_BYTE_FILL_VALUES) {
                     let bytes = self.layout.byte_fill_seed(b, *v, FILL_CALLS);
                     if encoded.insert(bytes.clone()) {
-                        write(&self.jail.join(format!("corpus/bfill-{:04}", encoded.len())), &bytes)?;
+                        self.corpus.push((format!("bfill-{:04}", encoded.len()), bytes.clone()));
                     }
                 }
             }
@@ -777,7 +797,7 @@ impl Session {
         // The last session's corpus after the new seeds (libFuzzer runs them all first).
         for bytes in carried {
             if encoded.insert(bytes.clone()) {
-                write(&self.jail.join(format!("corpus/prev-{:04}", encoded.len())), bytes)?;
+                self.corpus.push((format!("prev-{:04}", encoded.len()), bytes.clone()));
             }
         }
         let max_seed = encoded.iter().map(Vec::len).max().unwrap_or(0);
@@ -808,7 +828,7 @@ impl Session {
             let mut args = vec![
                 format!("-seed={seed}"),
                 "-use_value_profile=1".into(),
-                "-artifact_prefix=/art/".into(),
+                "-artifact_prefix=/work/art/".into(),
                 // Rounded up: the engine stops libFuzzer at the deadline itself (SIGINT, for
                 // its statistics), so that it does not stop early and restart on a new seed.
                 format!("-max_total_time={}", remaining.as_secs_f64().ceil().max(1.0) as u64),
@@ -824,41 +844,39 @@ impl Session {
             if !dict_text.is_empty() {
                 args.push("-dict=/dict".into());
             }
-            args.push("/corpus".into());
+            args.push("/work/corpus".into());
             let run_limits = Limits { wall: remaining + Duration::from_secs(1), cpu_seconds: remaining.as_secs() + 2, ..Limits::default() };
             let log = self.log_path("fuzz");
             debug!(seed, ?remaining, "starting libFuzzer");
             steer.borrow_mut().restart();
-            if live.seeds_since.is_some() {
-                // The time libFuzzer starts from (see `Session::feed`), also after a restart.
-                self.date_corpus(steer.borrow().stamp).map_err(|e| Error::internal(format!("dating the fuzzing corpus: {e}")))?;
-            }
+            // The time libFuzzer starts from (see `feed`), also after a restart.
+            let stamp = live.seeds_since.is_some().then(|| steer.borrow().stamp);
             let this = &*self;
-            let watch = |pid: libc::pid_t| this.steer(&mut steer.borrow_mut(), live, pid, &log, max_len);
+            let prepare = |work: &Dir| this.prepare(work, stamp);
+            let watch = |pid: libc::pid_t, work: Option<&Dir>| this.steer(&mut steer.borrow_mut(), live, pid, work, &log, max_len);
             let watching = live.seeds_since.is_some() || live.nice.is_some();
-            let out = sandbox::run(&self.jail, &args, run_limits, &log, limits.deadline, cancel, watching.then_some(&watch as &dyn Fn(libc::pid_t) -> bool))
+            let out = sandbox::run(&self.jail, &args, run_limits, &log, limits.deadline, cancel, &prepare, watching.then_some(&watch as &dyn Fn(libc::pid_t, Option<&Dir>) -> bool))
                 .map_err(|e| Error::internal(format!("fuzzer: {e}")))?;
             stats.seeds_used = seed_entries + steer.borrow().fed;
             let log_text = std::fs::read_to_string(&log).unwrap_or_default();
             let executed = executions_in(&log_text);
             stats.executions += executed;
             debug!(status = %out.status, executed, "libFuzzer ended");
-            // Crashing inputs, in name order (libFuzzer names them by their hash).
-            let mut found: Vec<String> = std::fs::read_dir(self.jail.join("art"))
-                .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-                .unwrap_or_default();
-            found.retain(|n| !handled.contains(n));
-            found.sort();
+            // Crashing inputs, in name order, and the corpus the next run starts from.
+            let found = match &out.work {
+                Some(work) => self.collect(work, &handled, max_len),
+                None => vec![],
+            };
+            drop(out.work);
             let new_artifacts = found.len();
             // libFuzzer stops at its first crash: when that was a target hit, the driver wrote
             // the input's call sizes and 'H' (see `cdriver`), and the one new crash is it.
-            let mut hit_trace = match (found.iter().filter(|n| n.starts_with("crash-")).count(), out.trace.iter().position(|b| *b == b'H')) {
+            let mut hit_trace = match (found.iter().filter(|(n, _)| n.starts_with("crash-")).count(), out.trace.iter().position(|b| *b == b'H')) {
                 (1, Some(at)) => Some(Trace { calls: trace_calls(&out.trace[..at]), hit: true }),
                 _ => None,
             };
-            for name in found {
+            for (name, bytes) in found {
                 handled.insert(name.clone());
-                let bytes = std::fs::read(self.jail.join("art").join(&name)).map_err(|e| Error::internal(format!("reading {name}: {e}")))?;
                 // A corpus entry that crashes or hangs would stop every restart at start-up.
                 self.drop_from_corpus(&bytes);
                 if !name.starts_with("crash-") {

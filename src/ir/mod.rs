@@ -340,6 +340,11 @@ pub fn length_ties(params: &[(&str, &Ty)]) -> Vec<(usize, usize)> {
 /// Most bytes in front of a parameter's buffer a witness provides.
 pub const MAX_FRONT_BYTES: u64 = 4096;
 
+/// Lowest and highest (exclusive) address of an object that is not on the heap: x86-64 Linux
+/// maps nothing below the first page, and user space ends at 2^47.
+pub const LOWEST_ADDRESS: u64 = 4096;
+pub const ADDRESS_LIMIT: u64 = 1 << 47;
+
 /// How many bytes before `param` (a pointer parameter) the function accesses: the largest
 /// `-c` over loads, stores and call arguments at `param + c` with a constant `c < 0`, reached
 /// through `getelementptr`s with constant offsets and casts; rounded up to 8, at most
@@ -474,6 +479,9 @@ pub struct Global {
     /// literals): the linker may fold it into an equal constant or the tail of a longer string
     /// (`"llo" == "hello" + 2` natively), so it may share addresses with another such global.
     pub may_share_address: bool,
+    /// Offsets of the initialiser's function addresses (a table of callbacks), with the
+    /// functions' names: their bytes are `None` in `init`.
+    pub functions: Vec<(u64, String)>,
 }
 
 /// What the analysis works on: the normalised `--function` with its targets marked, and the

@@ -324,9 +324,107 @@ pub fn compile(module: &Module<'_>, function: &str, texts: &[String], arg_sizes:
             parsed.push((text, e));
         }
     }
+    if !satisfiable(&parsed, &params, &unsigned) {
+        let texts: Vec<&str> = parsed.iter().map(|(t, _)| t.as_str()).collect();
+        return Err(Error::bad_input(format!(
+            "the assumptions hold for no input of '{function}' ({}): every target would be vacuously unreachable",
+            texts.join("; ")
+        )));
+    }
     inject(module, f, &parsed, &unsigned)?;
     tracing::info!(assumptions = parsed.len(), "assumptions compiled into '{function}'");
     Ok(shown)
+}
+
+/// Whether some input satisfies every assumption together, each parameter ranging over what a
+/// caller may pass: an integer of its width (extended as its C type says), a pointer NULL or a
+/// mapped address. `true` when the solver cannot tell.
+fn satisfiable(assumptions: &[(String, Expr)], params: &[(String, Ty)], unsigned: &[bool]) -> bool {
+    use z3::ast::{Bool, BV};
+    if assumptions.is_empty() {
+        return true;
+    }
+    let solver = z3::Solver::new();
+    let mut values = std::collections::HashMap::new();
+    for (k, (name, ty)) in params.iter().enumerate() {
+        let u = unsigned.get(k).copied().unwrap_or(false);
+        let v = match ty {
+            Ty::Int(w) if *w >= 1 && *w < 64 => {
+                let x = BV::new_const(format!("assume.{name}"), *w);
+                if u || *w == 1 { x.zero_ext(64 - w) } else { x.sign_ext(64 - w) }
+            }
+            Ty::Ptr => {
+                let x = BV::new_const(format!("assume.{name}"), 64);
+                let null = x.eq(BV::from_u64(0, 64));
+                let mapped = Bool::and(&[x.bvuge(BV::from_u64(crate::ir::LOWEST_ADDRESS, 64)), x.bvult(BV::from_u64(crate::ir::ADDRESS_LIMIT, 64))]);
+                solver.assert(Bool::or(&[null, mapped]));
+                x
+            }
+            _ => BV::new_const(format!("assume.{name}"), 64),
+        };
+        values.insert(name.as_str(), (v, u || *ty == Ty::Ptr));
+    }
+    fn term(e: &Expr, values: &std::collections::HashMap<&str, (BV, bool)>, defined: &mut Vec<Bool>) -> Option<(BV, bool)> {
+        let zero = BV::from_u64(0, 64);
+        let bit = |b: Bool| (b.ite(&BV::from_u64(1, 64), &BV::from_u64(0, 64)), false);
+        Some(match e {
+            Expr::Param(n) => values.get(n.as_str())?.clone(),
+            Expr::Lit(v, u) => (BV::from_u64(*v, 64), *u),
+            Expr::Unary(UnOp::Neg, a) => {
+                let (x, u) = term(a, values, defined)?;
+                (x.bvneg(), u)
+            }
+            Expr::Unary(UnOp::Not, a) => bit(term(a, values, defined)?.0.eq(&zero)),
+            Expr::Unary(UnOp::BitNot, a) => {
+                let (x, u) = term(a, values, defined)?;
+                (x.bvnot(), u)
+            }
+            Expr::Binary(op, a, b) => {
+                let ((x, ux), (y, uy)) = (term(a, values, defined)?, term(b, values, defined)?);
+                let u = ux || uy;
+                let lt = if u { x.bvult(&y) } else { x.bvslt(&y) };
+                let count = y.bvand(BV::from_u64(63, 64));
+                match op {
+                    BinOp::Or => bit(Bool::or(&[x.eq(&zero).not(), y.eq(&zero).not()])),
+                    BinOp::And => bit(Bool::and(&[x.eq(&zero).not(), y.eq(&zero).not()])),
+                    BinOp::Eq => bit(x.eq(&y)),
+                    BinOp::Ne => bit(x.eq(&y).not()),
+                    BinOp::Lt => bit(lt),
+                    BinOp::Le => bit(Bool::or(&[lt, x.eq(&y)])),
+                    BinOp::Gt => bit(Bool::and(&[lt.not(), x.eq(&y).not()])),
+                    BinOp::Ge => bit(lt.not()),
+                    BinOp::BitOr => (x.bvor(&y), u),
+                    BinOp::BitXor => (x.bvxor(&y), u),
+                    BinOp::BitAnd => (x.bvand(&y), u),
+                    BinOp::Shl => (x.bvshl(&count), ux),
+                    BinOp::Shr if ux => (x.bvlshr(&count), ux),
+                    BinOp::Shr => (x.bvashr(&count), ux),
+                    BinOp::Add => (x.bvadd(&y), u),
+                    BinOp::Sub => (x.bvsub(&y), u),
+                    BinOp::Mul => (x.bvmul(&y), u),
+                    BinOp::Div | BinOp::Rem => {
+                        // A division by zero makes the assumption false (see `inject`).
+                        defined.push(y.eq(&zero).not());
+                        match (op, u) {
+                            (BinOp::Div, true) => (x.bvudiv(&y), u),
+                            (BinOp::Div, false) => (x.bvsdiv(&y), u),
+                            (_, true) => (x.bvurem(&y), u),
+                            (_, false) => (x.bvsrem(&y), u),
+                        }
+                    }
+                }
+            }
+        })
+    }
+    for (_, e) in assumptions {
+        let mut defined = vec![];
+        let Some((v, _)) = term(e, &values, &mut defined) else { return true };
+        solver.assert(v.eq(BV::from_u64(0, 64)).not());
+        for d in defined {
+            solver.assert(d);
+        }
+    }
+    solver.check() != z3::SatResult::Unsat
 }
 
 /// Compiles `assumptions` (already parsed, with their text for messages) into a call to

@@ -30,6 +30,11 @@ pub const DISPATCH_PREFIX: &str = "__apc_dispatch.";
 const MAX_CANDIDATES: usize = 8;
 /// Most call sites replaced in one module: every site copies its candidates' bodies.
 const MAX_SITES: usize = 64;
+/// A function that does nothing, called at the start of a dispatcher whose candidates are every
+/// function of the module a caller's pointer may hold, with the pointer and the candidates:
+/// it tells the engines that a pointer a caller passed is one of them when the call goes on
+/// (NULL, or a data buffer, faults at the call). Never inlined.
+pub const FUNCTION_POINTER_FACT: &str = "__apc_function_pointer";
 /// Metadata on a dispatcher's last call when the candidates are every function of the module
 /// a pointer of that type may hold (see `ir::Callee::Unmatched`).
 pub const UNMATCHED: &str = "apc.unmatched";

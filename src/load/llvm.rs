@@ -826,6 +826,13 @@ pub fn replace_with_dispatcher(m: LLVMModuleRef, call: Value, name: &str, candid
             }
         };
         let mut check = LLVMAppendBasicBlockInContext(ctx, d, c"apc.devirt.check".as_ptr());
+        if fallback_metadata.is_some() {
+            // The candidates are complete: state it for the engines (see `devirt`).
+            let fact = function_pointer_fact(m);
+            LLVMPositionBuilderAtEnd(b, check);
+            let mut fargs: Vec<Value> = std::iter::once(dfp).chain(candidates.iter().copied()).collect();
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(fact), fact, fargs.as_mut_ptr(), fargs.len() as u32, empty.as_ptr());
+        }
         for &f in candidates {
             LLVMPositionBuilderAtEnd(b, check);
             let is_f = LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntEQ, dfp, f, empty.as_ptr());
@@ -876,6 +883,28 @@ pub fn mark_metadata(i: Value, kind: &str) {
         let id = LLVMGetMDKindIDInContext(ctx, kind.as_ptr() as *const _, kind.len() as u32);
         let node = LLVMMDNodeInContext2(ctx, std::ptr::null_mut(), 0);
         LLVMSetMetadata(i, id, LLVMMetadataAsValue(ctx, node));
+    }
+}
+
+/// `void __apc_function_pointer(ptr, ...)`, a function that does nothing (see `devirt`).
+fn function_pointer_fact(m: LLVMModuleRef) -> Value {
+    unsafe {
+        let name = std::ffi::CString::new(super::devirt::FUNCTION_POINTER_FACT).unwrap();
+        let existing = LLVMGetNamedFunction(m, name.as_ptr());
+        if !existing.is_null() {
+            return existing;
+        }
+        let ctx = LLVMGetModuleContext(m);
+        let mut params = [LLVMPointerTypeInContext(ctx, 0)];
+        let ty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params.as_mut_ptr(), 1, 1);
+        let f = LLVMAddFunction(m, name.as_ptr(), ty);
+        LLVMSetLinkage(f, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+        let entry = LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr());
+        let b = LLVMCreateBuilderInContext(ctx);
+        LLVMPositionBuilderAtEnd(b, entry);
+        LLVMBuildRetVoid(b);
+        LLVMDisposeBuilder(b);
+        f
     }
 }
 

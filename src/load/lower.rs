@@ -84,9 +84,10 @@ impl Lowerer {
         let ty = llvm::global_value_type(g);
         let size = if llvm::is_sized(ty) { llvm::alloc_size(self.td, ty) } else { 0 };
         let is_constant = llvm::is_global_constant(g);
+        let mut functions = vec![];
         let init = llvm::initializer(g).filter(|_| size <= MAX_GLOBAL_INIT_BYTES && (is_constant || !self.constructors)).map(|c| {
             let mut bytes = vec![None; size as usize];
-            self.const_bytes(c, ty, &mut bytes);
+            self.const_bytes(c, ty, &mut bytes, 0, &mut functions);
             bytes
         });
         self.globals.push(Global {
@@ -96,13 +97,15 @@ impl Lowerer {
             init,
             is_constant,
             may_share_address: is_constant && llvm::has_unnamed_addr(g),
+            functions,
         });
         self.global_ids.insert(g as usize, id);
         id
     }
 
     /// Writes the bytes of constant `c` of type `ty` into `out`; bytes it cannot know stay `None`.
-    fn const_bytes(&self, c: llvm::Value, ty: llvm::Type, out: &mut [Option<u8>]) {
+    /// Function addresses (a table of callbacks) go to `functions`, by offset from `base`.
+    fn const_bytes(&self, c: llvm::Value, ty: llvm::Type, out: &mut [Option<u8>], base: u64, functions: &mut Vec<(u64, String)>) {
         if llvm::is_a_aggregate_zero(c) || llvm::is_a_null_pointer(c) {
             out.iter_mut().for_each(|b| *b = Some(0));
             return;
@@ -125,7 +128,7 @@ impl Lowerer {
                     let Some(e) = llvm::aggregate_element(c, i as u32) else { return };
                     let start = i * esize;
                     if start + esize <= out.len() {
-                        self.const_bytes(e, elem, &mut out[start..start + esize]);
+                        self.const_bytes(e, elem, &mut out[start..start + esize], base + start as u64, functions);
                     }
                 }
             }
@@ -135,10 +138,11 @@ impl Lowerer {
                     let start = llvm::struct_offset(self.td, ty, i as u32) as usize;
                     let fsize = llvm::alloc_size(self.td, fty) as usize;
                     if start + fsize <= out.len() {
-                        self.const_bytes(e, fty, &mut out[start..start + fsize]);
+                        self.const_bytes(e, fty, &mut out[start..start + fsize], base + start as u64, functions);
                     }
                 }
             }
+            LLVMTypeKind::LLVMPointerTypeKind if llvm::is_a_function(c) && out.len() == 8 => functions.push((base, llvm::value_name(c))),
             // Pointers to other objects, floating point, constant expressions: unknown bytes.
             _ => {}
         }

@@ -20,6 +20,7 @@ pub mod comparisons;
 mod devirt;
 
 pub use input::{clang_path, llvm_tool, CLANG_ANALYSIS_FLAGS};
+pub use devirt::FUNCTION_POINTER_FACT;
 pub use target::{TargetSpec, TARGET_MARKER};
 
 use crate::error::{list_names, Error, Result};

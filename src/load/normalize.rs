@@ -76,7 +76,7 @@ pub fn normalize(ctx: &Context, module: &Module, keep: &[&str]) -> Result<()> {
         // `optnone` (clang -O0 without -disable-O0-optnone) would make mem2reg skip the function.
         f.remove_enum_attribute(AttributeLoc::Function, optnone);
         let name = f.get_name().to_string_lossy().into_owned();
-        if keep.contains(&name.as_str()) || recursive.contains(&name) || name == TARGET_MARKER {
+        if keep.contains(&name.as_str()) || recursive.contains(&name) || name == TARGET_MARKER || name == super::devirt::FUNCTION_POINTER_FACT {
             continue;
         }
         f.remove_enum_attribute(AttributeLoc::Function, noinline);

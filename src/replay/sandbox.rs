@@ -4,7 +4,7 @@
 //! `posix_spawn` does; a copy of the page tables of LLVM and Z3 cost 8–10 ms per run), not
 //! `fork()`: the analyser is
 //! multi-threaded (Z3 workers, other engines), and glibc's `fork()` runs the `pthread_atfork`
-//! handlers, which can wait forever on a lock a solver thread holds (issue 11: replays that hung
+//! handlers, which can wait forever on a lock a solver thread holds (replays that hung
 //! for the whole budget). Between `clone` and `execve` the child makes raw system calls only
 //! (glibc's `setuid` & co. would try to signal threads that do not exist in the child), and every
 //! step is checked: a step that fails ends the child before `execve`, the parent learns which
@@ -19,8 +19,10 @@
 //! file-size, process and core limits; a session of its own, killed as a whole when the run ends.
 //! Addresses are not randomised, so that runs of the same input repeat.
 
+use crate::jailfs::Dir;
 use std::ffi::CString;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -83,6 +85,7 @@ const STEPS: &[&str] = &[
     "installing the seccomp filter",
     "joining the runs' network namespace",
     "turning address randomisation off",
+    "handing the working directory over",
 ];
 
 /// Bytes of the trace channel (fd 3) kept in full (the nondet types of about 400k calls).
@@ -95,10 +98,12 @@ const MAX_LOOK_INTERVAL: Duration = Duration::from_millis(8);
 const TRACE_PIPE_BYTES: libc::c_int = 1 << 20;
 
 /// Disk space and files a run may create (its `/work` is a tmpfs of this size).
-const TMPFS_OPTIONS: &str = "size=16m,nr_inodes=4096";
+pub const TMPFS_OPTIONS: &str = "size=16m,nr_inodes=4096";
 
 /// System calls a run may not make (x86-64 numbers), answered with EPERM: tracing, mounts and
-/// namespaces, keys, BPF and perf, modules, reboot and swap, cross-process memory access.
+/// namespaces, keys, BPF and perf, modules, reboot and swap, and every call that reaches into
+/// another process (its memory, its descriptors through a pidfd, its memory policy, a
+/// comparison of its kernel objects): a run could otherwise take its init's status pipe.
 /// `clone3` answers ENOSYS, so that the C library falls back to `clone`, whose flags the
 /// namespaces already contain.
 const DENIED_SYSCALLS: &[i64] = &[
@@ -134,6 +139,13 @@ const DENIED_SYSCALLS: &[i64] = &[
     libc::SYS_fsmount,
     libc::SYS_fspick,
     libc::SYS_mount_setattr,
+    libc::SYS_pidfd_open,
+    libc::SYS_pidfd_getfd,
+    libc::SYS_process_madvise,
+    libc::SYS_process_mrelease,
+    libc::SYS_kcmp,
+    libc::SYS_move_pages,
+    libc::SYS_migrate_pages,
 ];
 
 /// The seccomp filter: x86-64 only (other ABIs are killed), [`DENIED_SYSCALLS`] refused,
@@ -180,8 +192,9 @@ struct ChildPlan {
     argv: Vec<*const libc::c_char>,
     /// Where the program's standard error goes (-1: /dev/null).
     stderr_fd: i32,
-    /// The run writes into its directory (no read-only root, no tmpfs).
-    writable_dir: bool,
+    /// The child's end of the socket on which it hands its tmpfs over (see
+    /// [`Job::share_work`]) and waits for the go-ahead; -1: not shared.
+    work_sock: i32,
     envp: [*const libc::c_char; 1],
     devnull: CString,
     marker_fd: i32,
@@ -265,6 +278,7 @@ unsafe fn child(plan: &ChildPlan) -> ! {
     let marker = step(e, 1, syscall(SYS_fcntl, plan.marker_fd, F_DUPFD, 100)) as c_int;
     let witness = if plan.witness_fd >= 0 { step(e, 2, syscall(SYS_fcntl, plan.witness_fd, F_DUPFD, 100)) as c_int } else { -1 };
     let stderr = if plan.stderr_fd >= 0 { step(e, 4, syscall(SYS_fcntl, plan.stderr_fd, F_DUPFD, 100)) as c_int } else { -1 };
+    let sock = if plan.work_sock >= 0 { step(e, 21, syscall(SYS_fcntl, plan.work_sock, F_DUPFD_CLOEXEC, 100)) as c_int } else { -1 };
     let e = step(e, 1, syscall(SYS_fcntl, e, F_DUPFD_CLOEXEC, 100)) as c_int;
     let null = step(e, 3, syscall(SYS_open, plan.devnull.as_ptr(), O_RDWR)) as c_int;
     for fd in 0..3 {
@@ -272,31 +286,37 @@ unsafe fn child(plan: &ChildPlan) -> ! {
     }
     step(e, 1, syscall(SYS_dup2, marker, 3));
     step(e, 2, syscall(SYS_dup2, if witness >= 0 { witness } else { null }, 4));
-    // Keep the error pipe on 5 and the status pipe on 6 (both close-on-exec) and close
-    // everything above.
+    // Keep the error pipe on 5, the status pipe on 6 (both close-on-exec) and the work socket
+    // on 7 (closed before the program starts), and close everything above.
     let status = step(e, 5, syscall(SYS_fcntl, plan.status_fd, F_DUPFD_CLOEXEC, 100)) as c_int;
     let e = step(e, 5, syscall(SYS_dup3, e, 5, O_CLOEXEC)) as c_int;
     step(e, 5, syscall(SYS_dup3, status, 6, if plan.self_init { 0 } else { O_CLOEXEC }));
-    if syscall(SYS_close_range, 7u32, u32::MAX, 0u32) < 0 {
-        for fd in 7..65536 {
+    let first_closed: u32 = if sock >= 0 {
+        step(e, 21, syscall(SYS_dup3, sock, 7, O_CLOEXEC));
+        8
+    } else {
+        7
+    };
+    if syscall(SYS_close_range, first_closed, u32::MAX, 0u32) < 0 {
+        for fd in first_closed as c_long..65536 {
             syscall(SYS_close, fd);
         }
     }
-    // The directory, read-only, as the root; a small tmpfs on `/work` for what the run writes
-    // (or the directory itself, writable, for a run whose files the tool reads afterwards).
+    // The directory, read-only, as the root; a small tmpfs on `/work` for what the run writes.
     let none = std::ptr::null::<c_char>();
     step(e, 15, syscall(SYS_mount, none, c"/".as_ptr(), none, (MS_REC | MS_PRIVATE) as c_ulong, std::ptr::null::<c_void>()));
-    if !plan.writable_dir {
-        step(e, 16, syscall(SYS_mount, plan.root.as_ptr(), plan.root.as_ptr(), none, (MS_BIND | MS_REC) as c_ulong, std::ptr::null::<c_void>()));
-        step(
-            e,
-            16,
-            syscall(SYS_mount, none, plan.root.as_ptr(), none, (MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV) as c_ulong, std::ptr::null::<c_void>()),
-        );
-        step(e, 17, syscall(SYS_mount, c"tmpfs".as_ptr(), plan.work.as_ptr(), c"tmpfs".as_ptr(), (MS_NOSUID | MS_NODEV) as c_ulong, plan.tmpfs_options.as_ptr()));
+    step(e, 16, syscall(SYS_mount, plan.root.as_ptr(), plan.root.as_ptr(), none, (MS_BIND | MS_REC) as c_ulong, std::ptr::null::<c_void>()));
+    step(
+        e,
+        16,
+        syscall(SYS_mount, none, plan.root.as_ptr(), none, (MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV) as c_ulong, std::ptr::null::<c_void>()),
+    );
+    step(e, 17, syscall(SYS_mount, c"tmpfs".as_ptr(), plan.work.as_ptr(), c"tmpfs".as_ptr(), (MS_NOSUID | MS_NODEV) as c_ulong, plan.tmpfs_options.as_ptr()));
+    if sock >= 0 {
+        hand_work_over(e, plan);
     }
     step(e, 6, syscall(SYS_chroot, plan.root.as_ptr()));
-    step(e, 7, syscall(SYS_chdir, if plan.writable_dir { c"/".as_ptr() } else { c"/work".as_ptr() }));
+    step(e, 7, syscall(SYS_chdir, c"/work".as_ptr()));
     if plan.is_root {
         step(e, 8, syscall(SYS_setgroups, 0, std::ptr::null::<gid_t>()));
         step(e, 9, syscall(SYS_setresgid, plan.uid, plan.uid, plan.uid));
@@ -356,6 +376,37 @@ unsafe fn child(plan: &ChildPlan) -> ! {
     unreachable!("exit_group returned")
 }
 
+/// The child's side of [`Job::share_work`]: a descriptor of its fresh tmpfs goes to the parent
+/// over the socket on fd 7 (SCM_RIGHTS); the parent fills it and answers one byte, and the
+/// child goes on. The tmpfs lives as long as the parent holds the descriptor, also once the
+/// run's namespaces are gone; the parent never reaches it by a path.
+unsafe fn hand_work_over(e: libc::c_int, plan: &ChildPlan) {
+    use libc::*;
+    let dir = step(e, 21, syscall(SYS_open, plan.work.as_ptr(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) as c_int;
+    // A control message holding one descriptor: the header (16 bytes on x86-64), the int, and
+    // padding to 8 bytes.
+    let mut control = [0u64; 3];
+    let header = control.as_mut_ptr() as *mut cmsghdr;
+    (*header).cmsg_len = std::mem::size_of::<cmsghdr>() + std::mem::size_of::<c_int>();
+    (*header).cmsg_level = SOL_SOCKET;
+    (*header).cmsg_type = SCM_RIGHTS;
+    *(control.as_mut_ptr().add(2) as *mut c_int) = dir;
+    let mut byte = 0u8;
+    let mut iov = iovec { iov_base: &mut byte as *mut u8 as *mut c_void, iov_len: 1 };
+    let mut msg: msghdr = std::mem::zeroed();
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr() as *mut c_void;
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    step(e, 21, syscall(SYS_sendmsg, 7, &msg as *const msghdr, 0));
+    syscall(SYS_close, dir);
+    if syscall(SYS_read, 7, &mut byte as *mut u8, 1usize) != 1 {
+        *__errno_location() = EPERM;
+        step(e, 21, -1);
+    }
+    syscall(SYS_close, 7);
+}
+
 fn cstring(p: &[u8]) -> std::io::Result<CString> {
     CString::new(p).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in a path"))
 }
@@ -380,9 +431,16 @@ pub struct Job<'a> {
     pub input: Option<&'a std::fs::File>,
     /// Receives the program's standard error (else `/dev/null`).
     pub stderr: Option<&'a std::fs::File>,
-    /// The run writes into `dir` itself (its files are read afterwards), instead of a read-only
-    /// `dir` and a tmpfs working directory.
-    pub writable_dir: bool,
+    /// The mount options of the run's tmpfs (its working directory `/work`, the only place it
+    /// can write): its size and its number of files.
+    pub tmpfs: &'a str,
+    /// The run's tmpfs is handed to the caller (for the fuzzer: its corpus, artifacts and
+    /// traced inputs live there): given empty to `prepare` (if any) before the program starts,
+    /// to `watch` while it runs, and returned in [`Exit::work`]. The tool reaches what the
+    /// program wrote there only through that descriptor (see [`crate::jailfs`]), never by a
+    /// path; the run's directory `dir` stays read-only to the program.
+    pub share_work: bool,
+    pub prepare: Option<&'a dyn Fn(&Dir) -> std::io::Result<()>>,
     /// Stopped at this time (besides `limits.wall`) or when `cancel` is set: SIGINT first, then,
     /// after `interrupt_grace`, SIGKILL.
     pub deadline: Option<Instant>,
@@ -397,8 +455,9 @@ pub struct Job<'a> {
     /// Called at each look at the running job (every few milliseconds) with the pid of its init
     /// (its session leader: `/proc/PID/autogroup` is the run's scheduling group); `false` stops
     /// the run as the deadline does. For steering a long run (the fuzzer's priority and new
-    /// corpus entries); it should return quickly.
-    pub watch: Option<&'a dyn Fn(libc::pid_t) -> bool>,
+    /// corpus entries, written into the shared tmpfs, see [`Job::share_work`]); it should
+    /// return quickly.
+    pub watch: Option<&'a dyn Fn(libc::pid_t, Option<&Dir>) -> bool>,
 }
 
 /// The argument that starts a self-init executable (see [`Job::self_init`]) as the init.
@@ -413,7 +472,9 @@ impl<'a> Job<'a> {
             limits,
             input: None,
             stderr: None,
-            writable_dir: false,
+            tmpfs: TMPFS_OPTIONS,
+            share_work: false,
+            prepare: None,
             deadline: None,
             cancel: None,
             interrupt_grace: Duration::ZERO,
@@ -424,7 +485,7 @@ impl<'a> Job<'a> {
 }
 
 /// How a job ended.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Exit {
     /// `exit N`, `signal N`, `cpu time limit`, `timeout` (the wall limit), `stopped` (deadline or
     /// cancel), or `unknown ...`.
@@ -432,6 +493,8 @@ pub struct Exit {
     pub stopped: Option<Stopped>,
     /// What the run wrote on fd 3 (at most 64 MiB).
     pub trace: Vec<u8>,
+    /// The run's tmpfs, when it was shared ([`Job::share_work`]).
+    pub work: Option<Dir>,
 }
 
 /// Runs the statically linked executable `dir/prog` inside `dir`, with `input` (if any) open
@@ -469,17 +532,6 @@ pub fn run_with_stderr(dir: &Path, limits: Limits, input: Option<&std::fs::File>
         }
     }
     Ok(RunOutcome { reached, nondet_types, status: exit.status, confined: true })
-}
-
-/// Gives `dir` and everything in it to `uid` (symbolic links are not followed).
-fn chown_tree(dir: &Path, uid: u32) -> std::io::Result<()> {
-    std::os::unix::fs::lchown(dir, Some(uid), Some(uid))?;
-    if std::fs::symlink_metadata(dir)?.is_dir() {
-        for entry in std::fs::read_dir(dir)? {
-            chown_tree(&entry?.path(), uid)?;
-        }
-    }
-    Ok(())
 }
 
 /// The stack of the child between `clone` and `execve` (and of the init it stays when the
@@ -530,9 +582,14 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
     let limits = job.limits;
     let is_root = unsafe { libc::geteuid() } == 0;
     let uid = run_uid();
-    if job.writable_dir && is_root {
-        chown_tree(job.dir, uid)?;
+    // The socket on which the run hands its tmpfs over ([`Job::share_work`]).
+    let mut work_sock = [-1i32; 2];
+    if job.share_work && unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, work_sock.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    // Closed on every return (the child's end right after the clone).
+    let parent_sock = (work_sock[0] >= 0).then(|| unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(work_sock[0]) });
+    let mut child_sock = (work_sock[1] >= 0).then(|| unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(work_sock[1]) });
     let mut pipes = [[0i32; 2]; 4];
     for k in 0..4 {
         if unsafe { libc::pipe2(pipes[k].as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -554,7 +611,7 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
     argv.extend(args.iter().map(|a| a.as_ptr()));
     argv.push(std::ptr::null());
     let mut filter = seccomp_filter();
-    let tmpfs_options = if is_root { format!("{TMPFS_OPTIONS},mode=0700,uid={uid},gid={uid}") } else { format!("{TMPFS_OPTIONS},mode=0700") };
+    let tmpfs_options = if is_root { format!("{},mode=0700,uid={uid},gid={uid}", job.tmpfs) } else { format!("{},mode=0700", job.tmpfs) };
     // The thread's own nice value (the portfolio lowers its secondary engines').
     let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
     let net_fd = if is_root { shared_network() } else { -1 };
@@ -565,7 +622,7 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
         argv,
         prog,
         stderr_fd: job.stderr.map_or(-1, |f| f.as_raw_fd()),
-        writable_dir: job.writable_dir,
+        work_sock: work_sock[1],
         envp: [std::ptr::null()],
         devnull: cstring(b"/dev/null")?,
         marker_fd: marker[1],
@@ -618,6 +675,7 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
         libc::close(status_pipe[1]);
         libc::close(sync[0]);
     }
+    child_sock.take();
     if pid > 0 && !is_root {
         // Map the user to root in the run's user namespace (so that it may mount its tmpfs and
         // own what it writes there), then let the child go on.
@@ -644,6 +702,30 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
     // Killed if the analysis ends or is interrupted meanwhile; unregistered once reaped (the
     // guard outlives every `waitpid` below).
     let _registered = crate::cleanup::RunGuard::new(pid);
+    // The run's tmpfs, handed over before the program starts ([`Job::share_work`]); none if
+    // the setup failed before (the error pipe below says where).
+    let mut work = None;
+    if let Some(sock) = &parent_sock {
+        use std::os::fd::AsRawFd;
+        if let Some(fd) = receive_fd(sock.as_raw_fd()) {
+            let dir = Dir::from_fd(fd);
+            if let Some(prepare) = job.prepare {
+                if let Err(e) = prepare(&dir) {
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                        libc::waitpid(pid, std::ptr::null_mut(), 0);
+                        libc::close(marker[0]);
+                        libc::close(error[0]);
+                    }
+                    return Err(std::io::Error::new(e.kind(), format!("preparing the run's directory: {e}")));
+                }
+            }
+            // The go-ahead (a failed write is the child's failure, reported below).
+            unsafe { libc::write(sock.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+            work = Some(dir);
+        }
+    }
+    drop(parent_sock);
     // The setup's verdict: EOF means execve succeeded (the pipe is close-on-exec).
     let mut failure = [0u8; 8];
     let got = {
@@ -758,7 +840,7 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
         } else if interrupted_at.is_some() {
             // Asked by the watch: stopping goes on (the grace, then the kill).
             stopped
-        } else if job.watch.is_some_and(|w| !w(pid)) {
+        } else if job.watch.is_some_and(|w| !w(pid, work.as_ref())) {
             Some(Stopped::Asked)
         } else {
             None
@@ -799,14 +881,14 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
         }
         drain(&mut trace);
         let status = if stopped.is_some() { "stopped" } else { "timeout" };
-        return Ok(Exit { status: status.into(), stopped, trace });
+        return Ok(Exit { status: status.into(), stopped, trace, work });
     }
     drain(&mut trace);
     // The program's own status, as its init saw it.
     let mut word = [0u8; 4];
     let status = match (&status_file).read_exact(&mut word) {
         Ok(()) if i32::from_le_bytes(word) != -1 => i32::from_le_bytes(word),
-        _ => return Ok(Exit { status: "unknown (the run's init ended early)".into(), stopped, trace }),
+        _ => return Ok(Exit { status: "unknown (the run's init ended early)".into(), stopped, trace, work }),
     };
     let status = if libc::WIFEXITED(status) {
         format!("exit {}", libc::WEXITSTATUS(status))
@@ -818,5 +900,50 @@ pub fn execute(job: &Job) -> std::io::Result<Exit> {
     } else {
         "unknown".into()
     };
-    Ok(Exit { status, stopped, trace })
+    Ok(Exit { status, stopped, trace, work })
+}
+
+/// One descriptor received on `sock` (SCM_RIGHTS); `None` at the end of the stream (the child
+/// failed before sending) or on an error.
+fn receive_fd(sock: libc::c_int) -> Option<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let mut control = [0u64; 8];
+    let mut byte = 0u8;
+    let mut iov = libc::iovec { iov_base: (&mut byte as *mut u8).cast(), iov_len: 1 };
+    // SAFETY: a zeroed msghdr pointing at buffers that outlive the call.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    let n = loop {
+        // SAFETY: as above; received descriptors are close-on-exec.
+        let n = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        break n;
+    };
+    if n <= 0 {
+        return None;
+    }
+    // SAFETY: walking the control messages the kernel wrote into `control`.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        let mut got = None;
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let count = ((*c).cmsg_len - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<libc::c_int>();
+                let fds = libc::CMSG_DATA(c) as *const libc::c_int;
+                for k in 0..count {
+                    let fd = OwnedFd::from_raw_fd(*fds.add(k));
+                    if got.is_none() {
+                        got = Some(fd);
+                    }
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        got
+    }
 }

@@ -1,5 +1,5 @@
 //! The native toolchain, run without its driver's start-up where that is safe: a small
-//! persistent cache of what clang's driver would do (issue 16: one native build per analysis,
+//! persistent cache of what clang's driver would do (one native build per analysis,
 //! as fast as it can be).
 //!
 //! Starting the clang driver costs 30–40 ms of the 2 cores a small analysis has (it loads

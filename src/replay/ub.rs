@@ -1,4 +1,4 @@
-//! Undefined behaviour on witnesses (issue 13, item 3): the reaching witness is run a second
+//! Undefined behaviour on witnesses: the reaching witness is run a second
 //! time on the program rebuilt from its C source under UndefinedBehaviorSanitizer and
 //! AddressSanitizer.
 //!

@@ -639,7 +639,7 @@ fn stop_all(slots: &[SharedSlot]) {
 /// The racing worker threads: on drop (normal return *or* unwinding) every worker is stopped
 /// and joined, so no Z3 call of a race outlives [`race`].
 ///
-/// Why this matters (issue 8, `free(): corrupted unsorted chunks` / SIGSEGV after the report was
+/// Why this matters (`free(): corrupted unsorted chunks` / SIGSEGV after the report was
 /// printed): the losers used to be left running detached. When `main` returned, `exit()` ran
 /// libz3's static destructors (its global memory manager, symbol table, rational managers) and
 /// the thread-local-destructor of the main thread's context while a loser was still inside Z3
@@ -1034,7 +1034,7 @@ pub fn race_until<T: Send + 'static>(
     }
     let total = workers.handles.len() + usize::from(own.is_some());
     // Stopping is not instantaneous: Z3 notices an interrupt at its next check of the flag and
-    // then tears the query down (measured up to about 2 s on the INI parser of issue 8, under
+    // then tears the query down (which can take long on a large query under
     // load). Interrupt that much earlier, so that the joined race still ends within `timeout`.
     let margin = (timeout / 8).min(Duration::from_millis(1500));
     let deadline = Instant::now() + timeout.saturating_sub(margin);
@@ -1533,7 +1533,7 @@ mod race_tests {
         assert!(at.elapsed() < Duration::from_secs(3), "the check ran on {:?} after the interrupt", at.elapsed());
     }
 
-    /// Issue 8: losing workers used to run on, detached, after `race` returned; when the
+    /// Losing workers used to run on, detached, after `race` returned; when the
     /// process then exited, libz3's static destructors ran under them (heap corruption,
     /// `free(): corrupted unsorted chunks`). Every worker must be gone, thread-local Z3 context
     /// included, when `race` returns, and an interrupted loser must not delay it.

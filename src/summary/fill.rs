@@ -1,4 +1,4 @@
-//! What a fill loop leaves in memory, for any iteration count (issue 15: all-elements facts).
+//! What a fill loop leaves in memory, for any iteration count (facts about all elements).
 //!
 //! A loop whose one writing backbone stores, in iteration t, the value v(t) at the byte offset
 //! o(t) = o₀ ± S·t (S a constant stride at least as wide as the store) leaves

@@ -1,4 +1,4 @@
-//! Inductive strengthening of loop summaries (issue 15, item 2): facts every iteration keeps,
+//! Inductive strengthening of loop summaries: facts every iteration keeps,
 //! for the loop variables the rules leave ⋆.
 //!
 //! The rules give θ^κ only where a variable moves in a way they can iterate (constant steps,

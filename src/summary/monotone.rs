@@ -1,4 +1,4 @@
-//! Quantifier-free looping conditions where they are exact (issue 15, item 1).
+//! Quantifier-free looping conditions where they are exact.
 //!
 //! A part ∀τ < κ. e(τ) ⋈ c of a looping condition, where e(τ) = b ± τ (in e's width w, the
 //! counter truncated) and b, c do not depend on τ, is decided by where the sequence b, b ± 1, …

@@ -114,7 +114,7 @@ fn derive(pool: &mut ExprPool, v: &LoopVar, vals: &[ExprId], counters: &[ExprId]
         }
     }
     // Rule 2b: a̲ + d(t) on one backbone, with d(t) = d₀ + c·t affine in its counter: a
-    // polynomial closed form (issue 15, item 4).
+    // polynomial closed form.
     if let (Sort::Bv(w), [i]) = (pool.sort(sym), changed.as_slice()) {
         if let Some(e) = polynomial(pool, sym, vals[*i], counters, *i, w, current) {
             return Some(e);

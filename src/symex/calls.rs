@@ -92,6 +92,42 @@ impl Executor<'_> {
         SymVal::Int(self.pool.ite(d_zero, zero, s))
     }
 
+    /// Whether every value address `a` may take (through `ite`s) is NULL, a function's
+    /// address, or the start of an input buffer (a pointer a caller passed).
+    fn caller_pointer_or_function(&self, a: crate::expr::ExprId) -> bool {
+        use crate::expr::Expr;
+        match self.pool.get(a).clone() {
+            Expr::Ite(_, x, y) => self.caller_pointer_or_function(x) && self.caller_pointer_or_function(y),
+            _ if self.pool.as_const(a) == Some(0) => true,
+            _ if self.inputs.function_at_address(a).is_some() => true,
+            _ => self.inputs.object_at_address(a).is_some_and(|o| self.inputs.is_input_buffer(o)),
+        }
+    }
+
+    /// `__apc_function_pointer(fp, f1, ..., fk)` (see `load::devirt`): a caller's pointer `fp`
+    /// is one of the functions when the run goes on past the call through it.
+    fn function_pointer_fact(&mut self, args: &[SymVal], tests: &mut Tests) {
+        let Some((fp, candidates)) = args.split_first() else { return };
+        let address = match fp {
+            SymVal::Ptr { obj, offset } if self.inputs.is_input_buffer(*obj) => {
+                self.inputs.mark_function_pointer(*obj);
+                let base = self.inputs.object_address(self.pool, *obj);
+                self.pool.bin(crate::ir::BinOp::Add, base, *offset)
+            }
+            SymVal::Addr(a) if self.caller_pointer_or_function(*a) => *a,
+            SymVal::Null => self.pool.bv(64, 0),
+            _ => return,
+        };
+        let mut one_of = vec![];
+        for c in candidates {
+            match c {
+                SymVal::Addr(f) if self.inputs.function_at_address(*f).is_some() => one_of.push(self.pool.eq(address, *f)),
+                _ => return,
+            }
+        }
+        tests.push(self.pool.or(one_of));
+    }
+
     pub(super) fn call(
         &mut self,
         st: &mut State,
@@ -116,6 +152,12 @@ impl Executor<'_> {
                         tests.push(self.pool.bool(false));
                         return self.star_of(ty);
                     }
+                    // A choice between such pointers and the program's functions (`h->cb ?
+                    // h->cb : default`): every one of them matched a candidate or faults.
+                    SymVal::Addr(a) if self.caller_pointer_or_function(a) => {
+                        tests.push(self.pool.bool(false));
+                        return self.star_of(ty);
+                    }
                     _ => {}
                 }
                 st.havoc_all(self.pool, self.inputs);
@@ -135,6 +177,10 @@ impl Executor<'_> {
         };
         if name.starts_with("__VERIFIER_nondet_") {
             return self.nondet(st, ty);
+        }
+        if name == crate::load::FUNCTION_POINTER_FACT {
+            self.function_pointer_fact(args, tests);
+            return SymVal::Unknown;
         }
         if let Some(sig) = self.program.pure_functions.iter().find(|s| s.name == name) {
             return self.pure_call(sig, args, ty);

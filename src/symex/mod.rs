@@ -321,6 +321,11 @@ impl<'p> Executor<'p> {
                 return self.pool.cmp(pred, *x, *y);
             }
         }
+        for p in [&a, &b] {
+            if let SymVal::Ptr { obj, .. } = p {
+                self.inputs.mark_address_compared(*obj);
+            }
+        }
         // An input pointer compared with a function's address is a function pointer.
         for (p, q) in [(&a, &b), (&b, &a)] {
             if let (SymVal::Ptr { obj, .. }, SymVal::Addr(f)) = (p, q) {

@@ -61,10 +61,7 @@ pub enum SymVal {
     Unknown,
 }
 
-/// Lowest and highest (exclusive) address of an object that is not on the heap: x86-64 Linux
-/// maps nothing below the first page, and user space ends at 2^47.
-pub const LOWEST_ADDRESS: u64 = 4096;
-pub const ADDRESS_LIMIT: u64 = 1 << 47;
+pub use crate::ir::{ADDRESS_LIMIT, LOWEST_ADDRESS};
 
 /// The inputs of the analysed function and every memory object met, shared by all backbones so
 /// that their path conditions speak about the same symbols.
@@ -98,6 +95,10 @@ pub struct Inputs {
     /// Input buffers whose pointer was compared with a function's address or called: function
     /// pointers, which a witness sets to a function (or NULL), never to a buffer.
     function_pointers: BTreeSet<ObjectId>,
+    /// Input buffers whose address a comparison used (`p == NULL`, `p == q`): only for them does
+    /// a model's address 0 mean the witness passes NULL (elsewhere 0 is the solver's default
+    /// for an address nothing constrains, and the run dereferences the pointer).
+    address_compared: BTreeSet<ObjectId>,
 }
 
 /// One executed call of a `--pure` function: its result is the unknown `result`, tied to the
@@ -195,6 +196,16 @@ impl Inputs {
             }
             None => pool.symbol(&name, Sort::MEMORY, SymbolKind::Input),
         };
+        // Function addresses in the initialiser: the functions' own address symbols, so that a
+        // pointer loaded from a table compares exactly with them.
+        let mut initial = initial;
+        if g.init.is_some() {
+            for (off, f) in &g.functions {
+                let a = self.function_address(pool, f);
+                let at = pool.bv(64, *off);
+                initial = pool.store(initial, at, a, 64);
+            }
+        }
         let id = self.add_object(name, ObjectKind::Global(g.id), Some(g.size), initial, g.is_constant);
         self.objects[id.0 as usize].may_share_address = g.may_share_address;
         self.global_objects.insert(g.id, id);
@@ -298,6 +309,17 @@ impl Inputs {
         if self.is_input_buffer(obj) {
             self.function_pointers.insert(obj);
         }
+    }
+
+    /// Records that a comparison used input buffer `obj`'s address.
+    pub fn mark_address_compared(&mut self, obj: ObjectId) {
+        if self.is_input_buffer(obj) {
+            self.address_compared.insert(obj);
+        }
+    }
+
+    pub fn is_address_compared(&self, obj: ObjectId) -> bool {
+        self.address_compared.contains(&obj)
     }
 
     pub fn is_function_pointer(&self, obj: ObjectId) -> bool {

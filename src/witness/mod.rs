@@ -234,7 +234,7 @@ fn buffer_contents(
 /// equals, else the first one the program mentions).
 fn pointer_value(apc: &Apc, obj: crate::symex::ObjectId, m: &mut ModelView) -> Option<SlotValue> {
     let address = apc.inputs.address_symbol(obj).and_then(|a| m.eval(a));
-    if address == Some(0) {
+    if address == Some(0) && (apc.inputs.is_address_compared(obj) || apc.inputs.is_function_pointer(obj)) {
         return Some(SlotValue::Null);
     }
     if !apc.inputs.is_function_pointer(obj) {

@@ -23,7 +23,7 @@ pub fn c_program(name: &str, source: &str) -> CProgram {
 const MALLOC_DEBUG: &str = "/lib/x86_64-linux-gnu/libc_malloc_debug.so.0";
 
 /// The binary under test: `APC_LLVM_TEST_BIN` when set (e.g. the AddressSanitizer build of
-/// `make asan`, see README "Memory checks"), cargo's `apc-llvm` otherwise.
+/// `make asan`, see CONTRIBUTING.md "Memory checks"), cargo's `apc-llvm` otherwise.
 pub fn apc_llvm_bin() -> PathBuf {
     match std::env::var_os("APC_LLVM_TEST_BIN") {
         Some(b) if !b.is_empty() => PathBuf::from(b),
@@ -72,7 +72,7 @@ pub fn apc_llvm_command() -> Command {
 }
 
 /// Runs the binary under test. With cargo's binary run directly, every integration test runs it
-/// under glibc's heap checks: a corrupted heap (issue 8: Z3 used after its owner was gone) aborts
+/// under glibc's heap checks: a corrupted heap (such as Z3 used after its owner was gone) aborts
 /// the run and fails the test, at a cost of a few percent. An instrumented binary or a wrapper
 /// checks the heap itself (an error is a non-zero exit with the report on stderr).
 pub fn apc_llvm(args: &[&str]) -> Output {

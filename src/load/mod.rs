@@ -401,8 +401,8 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     if let TargetSpec::Call(callee) = spec {
         roots.push(callee.as_str());
     }
-    let dropped = demand::keep_what_can_run(m, function, &roots);
-    debug!(dropped, "functions no call of '{function}' can run left out of the analysis");
+    let functions_normalised = demand::keep_what_can_run(m, function, &roots);
+    debug!(functions_normalised, "only what a call of '{function}' can run is analysed");
     // Parameters' C types from the debug information, while the function is as written, and
     // once only what can run is left (the text of a huge module is not worth printing for this).
     let c_types = if instrumented_bitcode.len() <= MAX_BITCODE_FOR_C_TYPES {
@@ -433,7 +433,6 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         TargetSpec::Call(callee) => Some(callee.as_str()),
         _ => None,
     });
-    let functions_normalised = llvm::functions(m).into_iter().filter(|&g| !llvm::is_declaration(g)).count();
     normalize::normalize(&ctx, &module, &keep)?;
     info!("normalised with '{}'", normalize::PIPELINE);
     // Stores that may leave their object: pseudo-targets as well (see `bounds`), with the cut

@@ -114,6 +114,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         report.backbone_count = structure.backbones.len();
         report.truncated = true;
         report.assumptions = loaded.assumptions.clone();
+        report.target_note = loaded.target_note.clone();
         report.timings.insert("load".into(), t_load);
         report.timings.insert("cfg".into(), t_cfg);
         report.reason = "the time budget ran out while enumerating the paths to the target".into();
@@ -121,6 +122,7 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     }
     let mut report = Report::new(f, config.target.describe(), &structure);
     report.assumptions = loaded.assumptions.clone();
+    report.target_note = loaded.target_note.clone();
     report.timings.insert("load".into(), t_load);
     report.timings.insert("cfg".into(), t_cfg);
     progress.set_partial(&report);

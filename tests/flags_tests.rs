@@ -59,13 +59,14 @@ fn include_dirs_and_macros_are_passed_to_clang() {
 fn c89_code_with_implicit_declarations_is_analysed() {
     let p = c_program(
         "old",
-        "foo(x) { return x + 1; }\n\
+        "void reach_error(void) {}\n\
+         foo(x) { return x + 1; }\n\
          int main(void) {\n\
            int a = __VERIFIER_nondet_int();\n\
-           if (foo(a) == 5) reach_error();\n\
+           if (foo(a) == 5 && later(a)) reach_error();\n\
            return 0;\n\
          }\n\
-         void reach_error(void) {}\n\
+         int later(int v) { return v > 0; }\n\
          int g(void) { return; }\n",
     );
     let r = json_report(&p.path, &["--function", "main", "--call", "reach_error", "--timeout", "30"]);

@@ -80,7 +80,7 @@ pub fn compile_c_with(source: &Path, out_dir: &Path, prefix: &str, flags: &[Stri
         .map_err(|e| Error::internal(format!("cannot run {}: {e}", clang.display())))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let first = stderr.lines().find(|l| l.contains("error")).unwrap_or("").trim();
+        let first = stderr.lines().find(|l| l.contains("error: ")).unwrap_or("").trim();
         return Err(Error::bad_input(format!(
             "{}: clang failed to compile it: {} ({FLAGS_HINT})",
             source.display(),

@@ -57,6 +57,12 @@ pub struct Report {
     pub function: String,
     /// What was asked (`block if.then`, `call to reach_error`, ...).
     pub target_spec: String,
+    /// Where the target is in the source: `FILE:LINE` (debug information permitting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// Functions with a body the load normalised (what a call of the function can run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functions_loaded: Option<usize>,
     /// Labels of the target blocks in the analysed (normalised) function.
     pub target: Vec<String>,
     /// A `--line` with code in several blocks: the one chosen and the others with their
@@ -176,6 +182,8 @@ impl Report {
         Report {
             function: f.name.clone(),
             target_spec,
+            location: None,
+            functions_loaded: None,
             target: f.target_blocks().into_iter().map(|b| f.label(b).to_string()).collect(),
             target_note: None,
             verdict: Verdict::Unknown,
@@ -225,6 +233,8 @@ impl Report {
         Report {
             function: function.to_string(),
             target_spec,
+            location: None,
+            functions_loaded: None,
             target: vec![],
             target_note: None,
             verdict: Verdict::Unknown,
@@ -358,6 +368,9 @@ impl Report {
         }
         let _ = writeln!(out, "\nfunction: {}", self.function);
         let _ = writeln!(out, "target:   {} (blocks: {})", self.target_spec, self.target.join(", "));
+        if let Some(l) = &self.location {
+            let _ = writeln!(out, "at:       {l}");
+        }
         if let Some(n) = &self.target_note {
             let _ = writeln!(out, "          {n}");
         }

@@ -81,7 +81,8 @@ pub struct ResolvedTarget {
 /// Labels clang gives its own blocks without a dot: a C label of the same name (which cannot
 /// hold a dot) is renamed with a number (`entry:` becomes `entry1`), and `--block entry` would
 /// silently name the compiler's block instead.
-const DOTLESS_CLANG_LABELS: &[&str] = &["entry", "return", "cleanup", "unreachable", "indirectgoto"];
+/// Only names clang gives one block per function: others (`cleanup`) repeat with numbers.
+const DOTLESS_CLANG_LABELS: &[&str] = &["entry", "return", "indirectgoto"];
 
 /// The blocks of `func` named `label` plus a number, when `label` is one of
 /// [`DOTLESS_CLANG_LABELS`]: C labels the compiler renamed.

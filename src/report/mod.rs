@@ -557,3 +557,27 @@ fn show_pointees(out: &mut String, name: &str, pointees: &[crate::witness::Point
         show_pointees(out, &inner, &p.pointees, 0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::CType;
+
+    #[test]
+    fn buffers_are_shown_as_their_element_type_reads_them() {
+        let char_t = CType { name: "const char".into(), signed: true };
+        let mut text = b"4711".to_vec();
+        text.resize(68, 0);
+        assert_eq!(show_buffer(&text, Some(&char_t), Some(1)), "\"4711\" (68 bytes)");
+        // Escapes; a hex escape followed by a hex digit ends the literal piece.
+        assert_eq!(c_string_literal(b"KV\x02a\"\\\n"), "\"KV\\x02\" \"a\\\"\\\\\\n\"");
+        let byte_t = CType { name: "uint8_t".into(), signed: false };
+        assert_eq!(show_buffer(&[0xff, 0x10, 0, 0], Some(&byte_t), Some(1)), "{0xff, 0x10} (4 bytes)");
+        let int_t = CType { name: "int".into(), signed: true };
+        let ints: Vec<u8> = [77i32, -1, 0, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(show_buffer(&ints, Some(&int_t), Some(4)), "{77, -1} (int[4])");
+        // Without a type: mostly printable bytes as a string, others in hex.
+        assert_eq!(show_buffer(b"ab\x01\0", None, None), "\"ab\\x01\" (4 bytes)");
+        assert_eq!(show_buffer(&[1, 2, 200], None, None), "{0x01, 0x02, 0xc8} (3 bytes)");
+    }
+}

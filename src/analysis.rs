@@ -85,7 +85,11 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     // The native builds (replay, and fuzzing when asked for) run while the APC is built and
     // solved.
     let native = Arc::new(Replayer::build_in_background(&loaded, config.keep_temps));
-    let mut fuzz = config.engines.contains(&EngineKind::Fuzz).then(|| FuzzEngine::start(&loaded, config.keep_temps, config.engines.len() == 1));
+    let mut fuzz = config.engines.contains(&EngineKind::Fuzz).then(|| {
+        let mut f = FuzzEngine::start(&loaded, config.keep_temps, config.engines.len() == 1);
+        f.seed = config.seed;
+        f
+    });
     // The native evaluator of `--pure` functions, for the apc engine's mixed solving.
     let mut pure = (!loaded.program.pure_functions.is_empty() && config.engines.contains(&EngineKind::Apc)).then(|| {
         let (loaded, keep) = (loaded.clone(), config.keep_temps);

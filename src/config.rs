@@ -69,6 +69,9 @@ pub struct Config {
     /// Clang flags for the `.c` inputs (`-I`, `-D`, `-U`, `-include`, `--std`, `--cflags`), in
     /// the order given, include paths absolute.
     pub cflags: Vec<String>,
+    /// `--seed N`: the first seed of the engines that draw random choices (libFuzzer), fixed
+    /// by default so that two runs search alike.
+    pub seed: u64,
 }
 
 /// Least default time for reducing a witness: a few replays even after a fast analysis.
@@ -110,6 +113,7 @@ impl Config {
             smtlib: true,
             reduce_budget: None,
             cflags: vec![],
+            seed: crate::fuzz::DEFAULT_SEED,
         }
     }
 

@@ -136,6 +136,11 @@ struct Cli {
     /// the apc engine has ended without a proof)
     #[arg(help_heading = "Engines", long, value_name = "LIST")]
     engine: Option<String>,
+    /// First seed of the engines' random choices (libFuzzer's -seed)
+    ///
+    /// Fixed by default, so that runs repeat; another N searches differently
+    #[arg(help_heading = "Engines", long, value_name = "N", default_value_t = apc_llvm::fuzz::DEFAULT_SEED)]
+    seed: u64,
     /// Bound on the analysis's resident memory, in MiB
     ///
     /// Bound on the analysis's resident memory, in MiB (default: half of the machine's memory);
@@ -300,6 +305,7 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
     };
     let mut config = Config::new(&first, &cli.function, target);
     config.cflags = cflags_of(cli)?;
+    config.seed = cli.seed;
     config.extra_inputs = cli.inputs.iter().skip(1).cloned().collect();
     config.compile_commands = cli.compile_commands.clone();
     config.timeout = Duration::from_secs_f64(cli.timeout);

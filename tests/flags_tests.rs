@@ -129,3 +129,43 @@ fn check_ub_works_when_the_program_defines_reach_error() {
     assert_eq!(r["ub"]["operation"], "signed integer overflow", "{r:#}");
     assert!(r["ub"]["location"].as_str().unwrap().contains("svc.c:6"), "{r:#}");
 }
+
+const KV: &str = "#include <stddef.h>\n\
+int parse(const char *text, size_t len) {\n\
+  if (len >= 4 && text[0] == '4' && text[1] == '7' && text[2] == '1' && text[3] == '\\002')\n\
+    return 1;\n\
+  return 0;\n\
+}\n";
+
+#[test]
+fn witnesses_read_as_c_and_two_runs_write_the_same_files() {
+    let p = c_program("kv", KV);
+    let out = run_on(&p.path, &["--function", "parse", "--line", "kv.c:4", "--timeout", "30"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("text = \"471\\x02\""), "a char buffer is a C string literal: {text}");
+    let mut witnesses = vec![];
+    let mut dirs = vec![];
+    for _ in 0..2 {
+        let d = tempfile::tempdir().unwrap();
+        let r = json_report(&p.path, &["--function", "parse", "--line", "kv.c:4", "--timeout", "30", "--seed", "7", "--emit-tests", d.path().to_str().unwrap()]);
+        assert_eq!(r["verdict"], "reachable", "{r:#}");
+        witnesses.push((r["witness"]["inputs"].clone(), r["witness"]["nondet"].clone()));
+        dirs.push(d);
+    }
+    assert_eq!(witnesses[0], witnesses[1], "two runs, one witness");
+    let files = |d: &std::path::Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    let (a, b) = (files(dirs[0].path()), files(dirs[1].path()));
+    assert!(a.iter().any(|(n, _)| n == "metadata.xml"), "{:?}", a.iter().map(|f| &f.0).collect::<Vec<_>>());
+    assert_eq!(a.iter().map(|f| &f.0).collect::<Vec<_>>(), b.iter().map(|f| &f.0).collect::<Vec<_>>());
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        assert!(x == y, "{name} differs between two runs");
+    }
+}

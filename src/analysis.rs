@@ -70,6 +70,12 @@ fn load_until(config: &Config, deadline: Instant) -> Result<Option<Loaded>> {
 /// [`run`], telling `progress` which stage it is in.
 pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let t0 = Instant::now();
+    // A stage that ignores the deadline, on demand of the tests of what a batch does then
+    // (`tests/real_code_tests.rs`): the analysis of the named target stalls past it.
+    if std::env::var("APC_LLVM_TEST_STALL_TARGET").is_ok_and(|t| t == config.target.describe()) {
+        progress.enter("a stall asked for by APC_LLVM_TEST_STALL_TARGET");
+        std::thread::sleep(config.timeout + std::time::Duration::from_secs(2));
+    }
     crate::priority::init();
     progress.enter("loading the program");
     let loaded = match load_until(config, t0 + config.timeout)? {

@@ -397,14 +397,6 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         llvm::set_value_name(f.as_value_ref(), function);
         f.set_linkage(linkage);
     }
-    // Parameters' C types from the debug information, while the function is as written (the
-    // text of a huge module is not worth printing for this).
-    let c_types = if instrumented_bitcode.len() <= MAX_BITCODE_FOR_C_TYPES {
-        let n = module.get_function(function).map_or(0, |f| f.count_params() as usize);
-        ctypes::param_types(&module.print_to_string().to_string(), function, n)
-    } else {
-        vec![]
-    };
     let replay_function = if function == "main" {
         REPLAY_MAIN.to_string()
     } else if internal.is_some() {
@@ -420,6 +412,14 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     }
     let dropped = demand::keep_what_can_run(m, function, &roots);
     debug!(dropped, "functions no call of '{function}' can run left out of the analysis");
+    // Parameters' C types from the debug information, while the function is as written, and
+    // once only what can run is left (the text of a huge module is not worth printing for this).
+    let c_types = if instrumented_bitcode.len() <= MAX_BITCODE_FOR_C_TYPES {
+        let n = module.get_function(function).map_or(0, |f| f.count_params() as usize);
+        ctypes::param_types(&module.print_to_string().to_string(), function, n)
+    } else {
+        vec![]
+    };
 
     link_environment_models(&ctx, &module, &declared_functions, tmp.path())?;
 

@@ -77,7 +77,7 @@ fn a_module_of_unrelated_functions_normalises_only_what_the_function_can_run() {
     // A function that calls through a pointer brings the functions whose address is taken.
     let mut src2 = src.clone();
     src2.push_str("int dispatch(int k, int x) {\n  int r = callbacks[k & 1](x);\n  if (r == 9) {\n    return 1;\n  }\n  return 0;\n}\n");
-    let line2 = src2.lines().rposition(|l| l.trim() == "return 1;").unwrap() + 1;
+    let line2 = src2.lines().collect::<Vec<_>>().iter().rposition(|l| l.trim() == "return 1;").unwrap() + 1;
     let p2 = c_program("bigmodule2", &src2);
     let r = json_report(&p2.path, &["--function", "dispatch", "--line", &format!("bigmodule2.c:{line2}"), "--timeout", "30"]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");

@@ -104,6 +104,12 @@ pub fn devirtualize(m: LLVMModuleRef, function: &str) -> usize {
                 continue;
             }
             let Some((cands, complete)) = candidates(&all, fnty) else { continue };
+            // A candidate that leads back to the caller would make the call recursive (with
+            // opaque pointers, `int (*)(void *, void *)` matches many functions): it stays
+            // behind the indirect call, and the dispatcher is then not complete.
+            let caller = llvm::function_of(call);
+            let (cands, recursive): (Vec<llvm::Value>, Vec<llvm::Value>) = cands.into_iter().partition(|&g| !target::reachable_functions(g).contains(&caller));
+            let complete = complete && recursive.is_empty();
             if cands.is_empty() {
                 continue;
             }

@@ -954,6 +954,11 @@ fn function_pointer_fact(m: LLVMModuleRef) -> Value {
     }
 }
 
+/// The function instruction `i` belongs to.
+pub fn function_of(i: Value) -> Value {
+    unsafe { LLVMGetBasicBlockParent(LLVMGetInstructionParent(i)) }
+}
+
 pub fn is_internal(f: Value) -> bool {
     unsafe { matches!(LLVMGetLinkage(f), llvm_sys::LLVMLinkage::LLVMInternalLinkage | llvm_sys::LLVMLinkage::LLVMPrivateLinkage) }
 }

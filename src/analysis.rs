@@ -91,7 +91,11 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     // The native builds (replay, and fuzzing when asked for) run while the APC is built and
     // solved.
     let native = Arc::new(Replayer::build_in_background(&loaded, config.keep_temps));
-    let mut fuzz = config.engines.contains(&EngineKind::Fuzz).then(|| FuzzEngine::start(&loaded, config.keep_temps, config.engines.len() == 1));
+    let mut fuzz = config.engines.contains(&EngineKind::Fuzz).then(|| {
+        let mut f = FuzzEngine::start(&loaded, config.keep_temps, config.engines.len() == 1);
+        f.seed = config.seed;
+        f
+    });
     // The native evaluator of `--pure` functions, for the apc engine's mixed solving.
     let mut pure = (!loaded.program.pure_functions.is_empty() && config.engines.contains(&EngineKind::Apc)).then(|| {
         let (loaded, keep) = (loaded.clone(), config.keep_temps);
@@ -127,10 +131,12 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             let mut r = Report::bare(&f.name, config.target.describe());
             r.target = f.target_blocks().into_iter().map(|b| f.label(b).to_string()).collect();
             r.param_c_types = f.params.iter().filter_map(|p| p.c_type.clone().map(|c| (p.name.clone(), c))).collect();
+            r.param_elem_bytes = f.params.iter().filter_map(|p| p.pointee_bytes.map(|b| (p.name.clone(), b))).collect();
             r
         }
     };
     report.assumptions = loaded.assumptions.clone();
+    report.target_note = loaded.target_note.clone();
     report.functions_loaded = Some(loaded.functions_normalised);
     report.location = loaded.target_location.as_ref().map(|(f, l)| format!("{f}:{l}"));
     report.timings.insert("load".into(), t_load);

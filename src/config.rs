@@ -66,6 +66,12 @@ pub struct Config {
     /// at most what the deadline leaves; `None` for the default (half the time the analysis
     /// took, between [`REDUCE_MIN`] and [`REDUCE_MAX`]), zero for none.
     pub reduce_budget: Option<Duration>,
+    /// Clang flags for the `.c` inputs (`-I`, `-D`, `-U`, `-include`, `--std`, `--cflags`), in
+    /// the order given, include paths absolute.
+    pub cflags: Vec<String>,
+    /// `--seed N`: the first seed of the engines that draw random choices (libFuzzer), fixed
+    /// by default so that two runs search alike.
+    pub seed: u64,
 }
 
 /// Least default time for reducing a witness: a few replays even after a fast analysis.
@@ -106,6 +112,8 @@ impl Config {
             pure_functions: vec![],
             smtlib: true,
             reduce_budget: None,
+            cflags: vec![],
+            seed: crate::fuzz::DEFAULT_SEED,
         }
     }
 
@@ -118,6 +126,7 @@ impl Config {
             assumptions: self.assumptions.clone(),
             arg_sizes: self.arg_sizes.clone(),
             pure_functions: self.pure_functions.clone(),
+            cflags: self.cflags.clone(),
         }
     }
 }

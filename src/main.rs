@@ -7,6 +7,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// Examples, after the options of `--help`.
+const EXAMPLES: &str = "Examples:
+  apc-llvm count.c --function count_a --line count.c:9
+  apc-llvm parser.c -I include -DNDEBUG --function parse --line parser.c:98:21 --json
+
+-h prints a summary, --help every option in full.";
+
 /// Decide whether a basic block of a C program (as clang-produced LLVM bitcode) is reachable.
 ///
 /// apc-llvm summarises every loop on the way to the target with path counters and builds the
@@ -17,69 +24,109 @@ use std::time::Duration;
 /// Exit status: 0 when the analysis finished (whatever the verdict, unless --expect or --fail-on
 /// say otherwise: then 3), 2 for bad usage or input, 1 for an internal error.
 #[derive(Parser, Debug)]
-#[command(name = "apc-llvm", version, verbatim_doc_comment)]
+#[command(name = "apc-llvm", version, verbatim_doc_comment, after_help = EXAMPLES, max_term_width = 100)]
 #[command(group(ArgGroup::new("target").required(true).args(["block", "line", "call", "cover", "all_calls", "all_lines", "targets"])))]
 struct Cli {
-    /// Program to analyse: LLVM bitcode (.bc), textual IR (.ll), or C (.c, compiled with clang-19 -g -O0);
-    /// several are linked into one program
-    #[arg(required_unless_present = "compile_commands")]
+    /// Program to analyse
+    ///
+    /// LLVM bitcode (.bc), textual IR (.ll), or C (.c, compiled with clang-19 -g -O0); several are
+    /// linked into one program
+    #[arg(help_heading = "Program", required_unless_present = "compile_commands")]
     inputs: Vec<PathBuf>,
-    /// A compilation database (compile_commands.json, or the directory holding it): its C files
-    /// are inputs too, each compiled with its own -I/-D/-std flags
-    #[arg(short = 'p', long = "compile-commands", value_name = "DIR|FILE")]
+    /// A compilation database (compile_commands.json, or the directory holding it)
+    ///
+    /// Its C files are inputs too, each compiled with its own -I/-D/-std flags
+    #[arg(help_heading = "Program", short = 'p', long = "compile-commands", value_name = "DIR|FILE")]
     compile_commands: Option<PathBuf>,
+    /// Include directory for the .c inputs (repeatable), as clang's -I
+    #[arg(help_heading = "Program", short = 'I', value_name = "DIR")]
+    include_dir: Vec<String>,
+    /// Define a macro for the .c inputs (repeatable), as clang's -D
+    #[arg(help_heading = "Program", short = 'D', value_name = "NAME[=VAL]")]
+    define: Vec<String>,
+    /// Undefine a macro for the .c inputs (repeatable), as clang's -U
+    #[arg(help_heading = "Program", short = 'U', value_name = "NAME")]
+    undefine: Vec<String>,
+    /// Include FILE before each .c input (repeatable); -include FILE works too
+    #[arg(help_heading = "Program", long = "include", value_name = "FILE")]
+    include_file: Vec<String>,
+    /// The C standard of the .c inputs (c89, gnu99, c11, ...); -std=STD works too
+    #[arg(help_heading = "Program", long = "std", value_name = "STD")]
+    std: Option<String>,
+    /// Any other clang flags for the .c inputs, as one shell-quoted string (repeatable)
+    ///
+    /// --cflags '-fno-strict-aliasing -DDEBUG=1'. The analysis adds its own flags after them
+    #[arg(help_heading = "Program", long, value_name = "ARGS", allow_hyphen_values = true)]
+    cflags: Vec<String>,
     /// Function whose parameters are the inputs (e.g. main)
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Program", long, value_name = "NAME")]
     function: String,
+    /// Target: the basic block with this IR label
+    ///
     /// Target: the basic block with this IR label (needs clang -fno-discard-value-names); FUNC:LABEL
     /// names a block of a called function (needed when several callees use the label)
-    #[arg(long, value_name = "LABEL")]
+    #[arg(help_heading = "Targets", long, value_name = "LABEL")]
     block: Option<String>,
-    /// Target: the first block with code on this source line (needs clang -g)
-    #[arg(long, value_name = "FILE:LINE")]
+    /// Target: the block of the code on this source line (and column)
+    ///
+    /// Target: the first block with code on this source line (needs clang -g); FILE:LINE:COL picks
+    /// the block of the statement at that column (the code nearest it from the left)
+    #[arg(help_heading = "Targets", long, value_name = "FILE:LINE[:COL]")]
     line: Option<String>,
     /// Target: every block that calls this function (e.g. reach_error)
-    #[arg(long, value_name = "FUNC")]
+    #[arg(help_heading = "Targets", long, value_name = "FUNC")]
     call: Option<String>,
+    /// Many targets: every block of --function
+    ///
     /// Many targets: every block of --function, each analysed on its own (with the whole
     /// --timeout): a replayed test or a proof of deadness per block, a summary at the end
     /// (with --emit-tests, a regression test per reached block)
-    #[arg(long)]
+    #[arg(help_heading = "Targets", long)]
     cover: bool,
     /// Many targets: every block that calls FUNC, each call site analysed on its own
-    #[arg(long, value_name = "FUNC")]
+    #[arg(help_heading = "Targets", long, value_name = "FUNC")]
     all_calls: Option<String>,
+    /// Many targets: every line of FILE with code of --function
+    ///
     /// Many targets: every line of source FILE with code of --function or the functions it
     /// calls (as --line accepts them), each analysed on its own
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Targets", long, value_name = "FILE")]
     all_lines: Option<String>,
+    /// Many targets: those listed in FILE
+    ///
     /// Many targets: those listed in FILE, one per line as `block:LABEL`, `line:FILE:N` or
     /// `call:FUNC` (`#` starts a comment), each analysed on its own
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Targets", long, value_name = "FILE")]
     targets: Option<PathBuf>,
     /// Print one JSON object on stdout instead of the human report
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     json: bool,
     /// Wall-clock budget for the whole run, in seconds
-    #[arg(long, value_name = "SECS", default_value_t = 60.0, allow_negative_numbers = true)]
+    #[arg(help_heading = "Budget", long, value_name = "SECS", default_value_t = 60.0, allow_negative_numbers = true)]
     timeout: f64,
     /// Bound on the backbones enumerated per program or loop (hitting it forbids `unreachable`)
-    #[arg(long, value_name = "N", default_value_t = 4096)]
+    #[arg(help_heading = "Budget", long, value_name = "N", default_value_t = 4096)]
     max_backbones: usize,
+    /// Write a regression test for a witness that reaches the target
+    ///
     /// Write a regression test (C driver + bitcode, Makefile, Test-Comp XML) for a witness that reaches the target
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Output", long, value_name = "DIR")]
     emit_tests: Option<PathBuf>,
     /// Unfolding bound K of APC^K, raised when a model does not replay
-    #[arg(long, value_name = "K", default_value_t = 25)]
+    #[arg(help_heading = "Engines", long, value_name = "K", default_value_t = 25)]
     unfold: u32,
     /// Models to replay before answering unknown
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    #[arg(help_heading = "Engines", long, value_name = "N", default_value_t = 8)]
     max_models: u32,
+    /// Seconds for making a reaching witness smaller
+    ///
     /// Seconds for making a witness that reached the target smaller (shorter buffers, smaller
     /// numbers; every candidate kept is replayed natively), within --timeout; 0 turns it off
     /// [default: half the time the analysis took, between 0.25 and 1]
-    #[arg(long, value_name = "SECS")]
+    #[arg(help_heading = "Budget", long, value_name = "SECS")]
     reduce: Option<f64>,
+    /// Engines raced for the answer, comma-separated
+    ///
     /// Engines raced for the answer, comma-separated: apc (abstract path condition: proofs and
     /// models), dse (directed symbolic execution pruned by the APC), fuzz (libFuzzer seeded by
     /// APC models; never proves), chc (the function as Horn clauses for Z3's Spacer: proves with
@@ -87,40 +134,56 @@ struct Cli {
     /// unrolled as steps: proves k-inductive targets; a failing base case is replayed).
     /// Default: apc,dse,fuzz, with chc and k-induction joining at half the --timeout (or once
     /// the apc engine has ended without a proof)
-    #[arg(long, value_name = "LIST")]
+    #[arg(help_heading = "Engines", long, value_name = "LIST")]
     engine: Option<String>,
+    /// First seed of the engines' random choices (libFuzzer's -seed)
+    ///
+    /// Fixed by default, so that runs repeat; another N searches differently
+    #[arg(help_heading = "Engines", long, value_name = "N", default_value_t = apc_llvm::fuzz::DEFAULT_SEED)]
+    seed: u64,
+    /// Bound on the analysis's resident memory, in MiB
+    ///
     /// Bound on the analysis's resident memory, in MiB (default: half of the machine's memory);
     /// passing it ends the run with `unknown`
-    #[arg(long, value_name = "MIB")]
+    #[arg(help_heading = "Budget", long, value_name = "MIB")]
     max_memory: Option<u64>,
+    /// Copies of each recursive function analysed before deeper calls are cut
+    ///
     /// Copies of each recursive function analysed before deeper calls are cut (unknown
     /// results; when the target may lie past a cut, no proof ignores it). 0: recursive calls
     /// stay unknown calls
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(help_heading = "Engines", long, value_name = "N", default_value_t = 3)]
     recursion_depth: u32,
-    /// A function to treat as pure (repeatable): the same integer arguments always give the same
-    /// integer result, and it writes no memory of the program. Its calls stay unknowns in the
-    /// APC; the function is run natively on each model's arguments and the results are added
-    /// to the APC (mixed concrete-symbolic solving). For hash functions and other code the
-    /// solver cannot invert, defined in the bitcode or in the C library
-    #[arg(long, value_name = "NAME")]
+    /// A function to treat as pure (repeatable)
+    ///
+    /// The same integer arguments always give the same integer result, and it writes no memory of the
+    /// program. Its calls stay unknowns in the APC; the function is run natively on each model's
+    /// arguments and the results are added to the APC (mixed concrete-symbolic solving). For hash
+    /// functions and other code the solver cannot invert, defined in the bitcode or in the C library
+    #[arg(help_heading = "Inputs and advanced", long, value_name = "NAME")]
     pure: Vec<String>,
-    /// A condition on the function's parameters that inputs must satisfy (repeatable), in C:
-    /// `--assume 'len <= 64'`, `--assume 'n > 0 && n < 1000'`, `--assume 'p != 0'`. The verdict
-    /// is then about those inputs only (it is compiled into the program as a
-    /// __VERIFIER_assume at the function's start)
-    #[arg(long, value_name = "EXPR")]
+    /// A condition on the function's parameters that inputs must satisfy (repeatable), in C
+    ///
+    /// `--assume 'len <= 64'`, `--assume 'n > 0 && n < 1000'`, `--assume 'p != 0'`. The verdict is then
+    /// about those inputs only (it is compiled into the program as a __VERIFIER_assume at the
+    /// function's start)
+    #[arg(help_heading = "Inputs and advanced", long, value_name = "EXPR")]
     assume: Vec<String>,
-    /// The size in bytes of the buffer a pointer parameter points to (repeatable):
-    /// `--arg-size s=64`. Witnesses get exactly that many bytes, and a length parameter tied to
-    /// the buffer (`char *s, size_t len`) is assumed to fit in it
-    #[arg(long, value_name = "NAME=BYTES")]
+    /// The size in bytes of the buffer a pointer parameter points to (repeatable)
+    ///
+    /// `--arg-size s=64`. Witnesses get exactly that many bytes, and a length parameter tied to the
+    /// buffer (`char *s, size_t len`) is assumed to fit in it
+    #[arg(help_heading = "Inputs and advanced", long, value_name = "NAME=BYTES")]
     arg_size: Vec<String>,
+    /// Draw the analysed function's flowgraph to FILE (DOT, or SVG)
+    ///
     /// Draw the analysed function's flowgraph to FILE (Graphviz DOT; SVG when FILE ends in .svg
     /// and Graphviz's `dot` is installed): loops as clusters, loop entries double-outlined,
     /// targets red, the program's backbones bold blue, back edges dashed
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     dot: Option<PathBuf>,
+    /// Run a reaching witness again under UBSan and ASan and name the undefined behaviour
+    ///
     /// Run a reaching witness once more on the program rebuilt from its C source under
     /// UndefinedBehaviorSanitizer and AddressSanitizer (each witness buffer exactly its length),
     /// and report the undefined operation (signed overflow, shift past the width, division by
@@ -128,36 +191,48 @@ struct Cli {
     /// with its source line (`ub` in JSON). The analysis itself is bit-precise for the program
     /// as compiled (wrapping arithmetic). Needs INPUT to be one .c file; costs a second native
     /// build
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     check_ub: bool,
-    /// A witness that relies on undefined behaviour does not count as reaching: the verdict is
-    /// then `unknown` (as SV-COMP judges tasks whose safety rests on signed overflow being
-    /// undefined). Implies --check-ub
-    #[arg(long)]
+    /// A witness that relies on undefined behaviour does not count as reaching
+    ///
+    /// The verdict is then `unknown` (as SV-COMP judges tasks whose safety rests on signed overflow
+    /// being undefined). Implies --check-ub
+    #[arg(help_heading = "Output", long)]
     ub_is_error: bool,
+    /// Targets analysed at once in the batch modes
+    ///
     /// Targets analysed at once in the batch modes (--cover, --all-calls, --all-lines, --targets), each with
     /// the whole --timeout [default: half the cores, at least 1]
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Budget", long, value_name = "N")]
     jobs: Option<usize>,
+    /// Exit with status 3 unless the verdict is one of these
+    ///
     /// Exit with status 3 unless the verdict is one of these (comma-separated: reachable,
     /// unreachable, unknown): recorded verdicts as regression oracles (scripts/apc.mk's apc-check)
-    #[arg(long, value_name = "VERDICTS")]
+    #[arg(help_heading = "Output", long, value_name = "VERDICTS")]
     expect: Option<String>,
     /// Exit with status 3 when the verdict is one of these (comma-separated)
-    #[arg(long, value_name = "VERDICTS")]
+    #[arg(help_heading = "Output", long, value_name = "VERDICTS")]
     fail_on: Option<String>,
+    /// Only write the instrumented bitcode an emitted test links to FILE
+    ///
     /// Only load INPUT, mark the target and write the instrumented bitcode that emitted tests
     /// link (`--emit-tests`) to FILE; no analysis. Refreshes a kept test's program from the
     /// current source (scripts/apc.mk's apc-tests)
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     emit_instrumented: Option<PathBuf>,
     /// Keep the replay's temporary files (driver source, executable) and print where they are
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     keep_temps: bool,
+    /// Log progress on stderr and print the whole human report
+    ///
     /// Log the pipeline's progress on stderr (-v info, -vv debug; RUST_LOG overrides), and print
     /// the whole human report (every loop with θ^κ and φ^κ, every backbone, the APC)
-    #[arg(short, long, action = clap::ArgAction::Count)]
+    #[arg(help_heading = "Output", short, long, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Where each -D and -U stood on the command line (their order matters).
+    #[arg(skip)]
+    indices: std::collections::HashMap<&'static str, Vec<usize>>,
 }
 
 fn init_logging(verbose: u8) {
@@ -229,6 +304,8 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         (None, None) => unreachable!("clap requires an input or -p"),
     };
     let mut config = Config::new(&first, &cli.function, target);
+    config.cflags = cflags_of(cli)?;
+    config.seed = cli.seed;
     config.extra_inputs = cli.inputs.iter().skip(1).cloned().collect();
     config.compile_commands = cli.compile_commands.clone();
     config.timeout = Duration::from_secs_f64(cli.timeout);
@@ -297,6 +374,54 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         config.late_engines = vec![];
     }
     Ok(config)
+}
+
+/// Clang flags of the compiler options, as the project's build would pass them: `-D` and `-U`
+/// in the order given (a later one wins), relative include paths made absolute (a compilation
+/// database's files compile in their own directories), `--cflags` last.
+fn cflags_of(cli: &Cli) -> Result<Vec<String>, Error> {
+    let abs = |p: &str| -> String {
+        let path = std::path::Path::new(p);
+        match std::env::current_dir() {
+            Ok(d) if !path.is_absolute() => d.join(path).to_string_lossy().into_owned(),
+            _ => p.to_string(),
+        }
+    };
+    let mut out: Vec<String> = cli.include_dir.iter().map(|d| format!("-I{}", abs(d))).collect();
+    let mut macros: Vec<(usize, String)> = vec![];
+    for (flag, values, id) in [("-D", &cli.define, "define"), ("-U", &cli.undefine, "undefine")] {
+        let at: Vec<usize> = cli.indices.get(id).cloned().unwrap_or_default();
+        for (k, v) in values.iter().enumerate() {
+            if v.is_empty() || v.starts_with('=') {
+                return Err(Error::bad_input(format!("{flag} '{v}': expected a macro name")));
+            }
+            macros.push((at.get(k).copied().unwrap_or(usize::MAX), format!("{flag}{v}")));
+        }
+    }
+    macros.sort_by_key(|(i, _)| *i);
+    out.extend(macros.into_iter().map(|(_, m)| m));
+    for f in &cli.include_file {
+        out.push("-include".into());
+        out.push(abs(f));
+    }
+    if let Some(std) = &cli.std {
+        out.push(format!("-std={}", std.trim_start_matches("-std=")));
+    }
+    for c in &cli.cflags {
+        out.extend(apc_llvm::load::project::shell_words(c));
+    }
+    Ok(out)
+}
+
+/// Rewrites clang's single-dash spellings that clap cannot parse (`-include FILE`,
+/// `-std=c99`) into this tool's long options.
+fn clang_spellings(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    args.map(|a| match a.to_str() {
+        Some("-include") => "--include".into(),
+        Some(s) if s.starts_with("-std=") => format!("-{s}").into(),
+        _ => a,
+    })
+    .collect()
 }
 
 /// The target set of `--cover` / `--all-calls` / `--all-lines` / `--targets`, if one was asked for.
@@ -427,7 +552,15 @@ fn emit_instrumented(config: &Config, out: &std::path::Path) -> Result<(), Error
 
 fn main() -> ExitCode {
     apc_llvm::cleanup::install();
-    let cli = match Cli::try_parse() {
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed = Cli::command().try_get_matches_from(clang_spellings(std::env::args_os())).and_then(|m| {
+        let mut cli = Cli::from_arg_matches(&m)?;
+        for id in ["define", "undefine"] {
+            cli.indices.insert(id, m.indices_of(id).map(|i| i.collect()).unwrap_or_default());
+        }
+        Ok(cli)
+    });
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help and --version

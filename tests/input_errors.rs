@@ -115,7 +115,7 @@ fn usage_errors_are_one_line_with_status_2() {
     let out = run_on(&p.path, &["--function", "foo"]);
     assert_bad_input(&out, "--help");
     // The missing arguments are named on that one line.
-    assert_bad_input(&out, "not provided: <--block <LABEL>|--line <FILE:LINE>|--call <FUNC>|");
+    assert_bad_input(&out, "not provided: <--block <LABEL>|--line <FILE:LINE[:COL]>|--call <FUNC>|");
     let out = run_on(&p.path, &["--function", "foo", "--block", "a", "--call", "b"]);
     assert_bad_input(&out, "cannot be used with");
 }

@@ -45,6 +45,8 @@ pub struct FuzzEngine {
     pub abandon: std::sync::Arc<crate::cleanup::Abandon>,
     /// Set when the build may start (see [`BUILD_HOLD`]); from the start when alone.
     pub may_start: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// libFuzzer's first seed (`--seed`): the same seed repeats the same search.
+    pub seed: u64,
 }
 
 /// An engine dropped without racing (the analysis ended before its race) leaves no build
@@ -87,7 +89,7 @@ impl FuzzEngine {
             tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
             crate::cleanup::Abandon::run(&token, || Fuzzer::build(&loaded, keep_temps))
         });
-        FuzzEngine { build: Some(build), build_tid, dictionary, fills, alone, abandon, may_start }
+        FuzzEngine { build: Some(build), build_tid, dictionary, fills, alone, abandon, may_start, seed: crate::fuzz::DEFAULT_SEED }
     }
 }
 
@@ -239,7 +241,7 @@ impl Engine for FuzzEngine {
         let live = if self.alone { Live::default() } else { Live { seeds_since: Some(&since), nice: Some(&priority) } };
         while !cx.search_cancelled() && cx.left() > Duration::from_millis(300) {
             let seeds = cx.seeds.snapshot();
-            let limits = FuzzLimits::until(cx.deadline);
+            let limits = FuzzLimits { seed: self.seed, ..FuzzLimits::until(cx.deadline) };
             let (end, stats) = fuzzer.search(&seeds, &self.dictionary, &self.fills, &limits, cx.search_cancel(), &replay, &live);
             rounds += 1;
             executions += stats.executions;

@@ -286,7 +286,8 @@ pub struct Param {
     pub ty: Ty,
     pub ext: ParamExt,
     /// The parameter's C integer type, from debug information (`load::ctypes`): how its
-    /// values are shown. `None` without `-g` or for non-integers.
+    /// values are shown; for a pointer, the integer type it points to (how its buffer is
+    /// shown). `None` without `-g` or for other types.
     pub c_type: Option<CType>,
     /// For a pointer parameter, the size in bytes of what it points to in C (1 for `char *`,
     /// 4 for `int *`), from debug information: a buffer's element size when no load of it says.

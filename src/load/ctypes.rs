@@ -107,8 +107,27 @@ fn pointee_size(nodes: &HashMap<&str, &str>, id: &str) -> Option<u64> {
     None
 }
 
+/// The C integer type a pointer type points to (through typedefs and qualifiers on both sides).
+fn pointee_int_type(nodes: &HashMap<&str, &str>, id: &str) -> Option<CType> {
+    let mut at = id;
+    for _ in 0..16 {
+        let node = nodes.get(at)?;
+        if !node.starts_with("!DIDerivedType(") {
+            return None;
+        }
+        match field(node, "tag")? {
+            "DW_TAG_pointer_type" => return int_type(nodes, field(node, "baseType")?),
+            "DW_TAG_typedef" | "DW_TAG_const_type" | "DW_TAG_volatile_type" | "DW_TAG_restrict_type" => {}
+            _ => return None,
+        }
+        at = field(node, "baseType")?;
+    }
+    None
+}
+
 /// Per parameter of `function` (defined in this module), in order: its C integer type (see
-/// [`int_type`]) and, for a pointer, the size of what it points to (see [`pointee_size`]).
+/// [`int_type`]; for a pointer, the integer type it points to, which says how its buffer is
+/// shown) and, for a pointer, the size of what it points to (see [`pointee_size`]).
 /// `None`s when the module has no debug information for it.
 pub fn param_types(module_text: &str, function: &str, params: usize) -> Vec<(Option<CType>, Option<u64>)> {
     let none = || vec![(None, None); params];
@@ -123,7 +142,7 @@ pub fn param_types(module_text: &str, function: &str, params: usize) -> Vec<(Opt
     };
     // `!{ret, p1, p2, ...}`
     let list: Vec<&str> = types.trim_start_matches("!{").trim_end_matches('}').split(',').map(str::trim).collect();
-    let mut out: Vec<(Option<CType>, Option<u64>)> = list.iter().skip(1).map(|id| (int_type(&nodes, id), pointee_size(&nodes, id))).collect();
+    let mut out: Vec<(Option<CType>, Option<u64>)> = list.iter().skip(1).map(|id| (int_type(&nodes, id).or_else(|| pointee_int_type(&nodes, id)), pointee_size(&nodes, id))).collect();
     out.resize(params, (None, None));
     out
 }
@@ -158,7 +177,7 @@ mod tests {
             vec![
                 Some(("long long".into(), true)),
                 Some(("unsigned long".into(), false)),
-                None,
+                Some(("const char".into(), true)),
                 Some(("const size_t".into(), false)),
                 Some(("enum mode".into(), false)),
             ]

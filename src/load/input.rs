@@ -12,6 +12,22 @@ use std::process::Command;
 pub const CLANG_ANALYSIS_FLAGS: &[&str] =
     &["-g", "-O0", "-Xclang", "-disable-O0-optnone", "-fno-discard-value-names", "-emit-llvm", "-c"];
 
+/// Diagnostics that clang 19 makes errors in C99 and later but gcc (before 14) only warns
+/// about: C89-era code (implicit function declarations, implicit `int`, `return;` in an `int`
+/// function) builds with gcc, so it must build here. The user's own `-Werror=...` comes after
+/// these and wins.
+pub const CLANG_LENIENT_FLAGS: &[&str] = &[
+    "-Wno-error=implicit-function-declaration",
+    "-Wno-error=implicit-int",
+    "-Wno-error=return-mismatch",
+    "-Wno-error=int-conversion",
+    "-Wno-error=incompatible-pointer-types",
+    "-Wno-error=incompatible-function-pointer-types",
+];
+
+/// How to give a `.c` input the flags of its project, for clang's errors.
+pub const FLAGS_HINT: &str = "pass the project's flags with -I DIR, -D NAME[=VAL], -U NAME, -include FILE, --std STD or --cflags 'ARGS', or its compile_commands.json with -p DIR";
+
 /// The clang executable: `$APC_CLANG`, else `clang-19` on PATH, else LLVM 19's own directory.
 pub fn clang_path() -> PathBuf {
     if let Some(p) = std::env::var_os("APC_CLANG") {
@@ -48,14 +64,15 @@ pub fn compile_c(source: &Path, out_dir: &Path) -> Result<PathBuf> {
     compile_c_with(source, out_dir, "", &[], None)
 }
 
-/// [`compile_c`] with more clang flags (before the analysis flags, which win), in directory
-/// `cwd` when given; `prefix` keeps the bitcode names of several inputs apart.
+/// [`compile_c`] with more clang flags (after [`CLANG_LENIENT_FLAGS`], before the analysis
+/// flags, which win), in directory `cwd` when given; `prefix` keeps the bitcode names of
+/// several inputs apart.
 pub fn compile_c_with(source: &Path, out_dir: &Path, prefix: &str, flags: &[String], cwd: Option<&Path>) -> Result<PathBuf> {
     let stem = source.file_stem().and_then(|s| s.to_str()).unwrap_or("input");
     let out = out_dir.join(format!("{prefix}{stem}.bc"));
     let clang = clang_path();
     let mut cmd = Command::new(&clang);
-    cmd.args(flags).args(CLANG_ANALYSIS_FLAGS).arg(source).arg("-o").arg(&out);
+    cmd.args(CLANG_LENIENT_FLAGS).args(flags).args(CLANG_ANALYSIS_FLAGS).arg(source).arg("-o").arg(&out);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
@@ -63,9 +80,9 @@ pub fn compile_c_with(source: &Path, out_dir: &Path, prefix: &str, flags: &[Stri
         .map_err(|e| Error::internal(format!("cannot run {}: {e}", clang.display())))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let first = stderr.lines().find(|l| l.contains("error")).unwrap_or("").trim();
+        let first = stderr.lines().find(|l| l.contains("error: ")).unwrap_or("").trim();
         return Err(Error::bad_input(format!(
-            "{}: clang failed to compile it: {}",
+            "{}: clang failed to compile it: {} ({FLAGS_HINT})",
             source.display(),
             if first.is_empty() { "see clang's output" } else { first }
         )));

@@ -368,6 +368,15 @@ pub fn debug_line(i: Value) -> Option<u32> {
     (l > 0).then_some(l)
 }
 
+/// Column of an instruction's debug location, if it has one.
+pub fn debug_column(i: Value) -> Option<u32> {
+    if unsafe { LLVMInstructionGetDebugLoc(i) }.is_null() {
+        return None;
+    }
+    let c = unsafe { LLVMGetDebugLocColumn(i) };
+    (c > 0).then_some(c)
+}
+
 /// File name of an instruction's debug location.
 pub fn debug_file(i: Value) -> Option<String> {
     if unsafe { LLVMInstructionGetDebugLoc(i) }.is_null() {

@@ -59,6 +59,9 @@ pub struct Loaded {
     /// Recursive functions whose calls were cut past `--recursion-depth` copies (their results
     /// are unknown beyond it), for the report's reasons.
     pub recursion_cut: Option<recursion::Unrolling>,
+    /// A `--line` whose line has code in several blocks: which one the target is and the
+    /// others with their columns (see [`target::ResolvedTarget::note`]).
+    pub target_note: Option<String>,
 }
 
 /// The table of function addresses in the instrumented bitcode (see [`Loaded::function_table`]).
@@ -184,6 +187,9 @@ pub struct LoadOptions {
     /// `--pure NAME`: functions kept as calls (never inlined) whose calls the analysis leaves
     /// to mixed concrete-symbolic solving.
     pub pure_functions: Vec<String>,
+    /// The user's clang flags for every `.c` input (`-I`, `-D`, `-U`, `-include`, `--std`,
+    /// `--cflags`), after a compilation database entry's own.
+    pub cflags: Vec<String>,
 }
 
 impl Default for LoadOptions {
@@ -195,6 +201,7 @@ impl Default for LoadOptions {
             assumptions: vec![],
             arg_sizes: vec![],
             pure_functions: vec![],
+            cflags: vec![],
         }
     }
 }
@@ -239,7 +246,8 @@ fn open_module<'ctx>(ctx: &'ctx Context, path: &Path, function: &str, options: &
             info!("compiling {} with clang", input.display());
             let entry = database.iter().find(|e| canonical(&e.file) == canonical(input));
             let (flags, cwd) = entry.map_or((&[][..], None), |e| (&e.flags[..], Some(e.directory.as_path())));
-            bitcode_paths.push(input::compile_c_with(input, tmp, &format!("{k}-"), flags, cwd)?);
+            let flags: Vec<String> = flags.iter().chain(&options.cflags).cloned().collect();
+            bitcode_paths.push(input::compile_c_with(input, tmp, &format!("{k}-"), &flags, cwd)?);
         } else {
             bitcode_paths.push(input.to_path_buf());
         }
@@ -344,6 +352,7 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     let assumptions = assume::compile(&module, function, &options.assumptions, &options.arg_sizes)?;
 
     let resolved = target::resolve(m, function, spec)?;
+    let target_note = resolved.iter().find_map(|t| t.note.clone());
     let target_location = resolved.first().and_then(target::source_location);
     debug!(?spec, count = resolved.len(), "target resolved");
     let target_blocks: Vec<String> =
@@ -493,5 +502,5 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         targets = program.function.target_blocks().len(),
         "lowered '{function}'"
     );
-    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, function_table, replay_function, assumptions, recursion_cut, target_location, functions_normalised })
+    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, function_table, replay_function, assumptions, recursion_cut, target_location, functions_normalised, target_note })
 }

@@ -22,7 +22,7 @@ pub struct CompileEntry {
 
 /// Splits a shell command line into words (quotes and backslashes as a POSIX shell reads them,
 /// no expansions).
-fn shell_words(cmd: &str) -> Vec<String> {
+pub fn shell_words(cmd: &str) -> Vec<String> {
     let mut out = vec![];
     let mut cur = String::new();
     let mut any = false;

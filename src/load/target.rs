@@ -20,25 +20,27 @@ pub const TARGET_MARKER: &str = "__apc_target_hit";
 pub enum TargetSpec {
     /// A basic block by its IR label.
     Block(String),
-    /// The first block whose instructions carry this source line.
-    Line { file: String, line: u32 },
+    /// The first block whose instructions carry this source line; with a column, the block
+    /// of the code closest to it from the left (the statement starting there).
+    Line { file: String, line: u32, col: Option<u32> },
     /// Every block that calls this function.
     Call(String),
 }
 
 impl TargetSpec {
-    /// Parses `FILE:LINE`.
+    /// Parses `FILE:LINE` or `FILE:LINE:COL`.
     pub fn parse_line(s: &str) -> Result<TargetSpec> {
-        let (file, line) = s
-            .rsplit_once(':')
-            .ok_or_else(|| Error::bad_input(format!("--line expects FILE:LINE, got '{s}'")))?;
-        let line: u32 = line
-            .parse()
-            .map_err(|_| Error::bad_input(format!("--line expects FILE:LINE, got '{s}'")))?;
-        if file.is_empty() || line == 0 {
-            return Err(Error::bad_input(format!("--line expects FILE:LINE, got '{s}'")));
+        let bad = || Error::bad_input(format!("--line expects FILE:LINE or FILE:LINE:COL, got '{s}'"));
+        let (head, last) = s.rsplit_once(':').ok_or_else(bad)?;
+        let last: u32 = last.parse().map_err(|_| bad())?;
+        let (file, line, col) = match head.rsplit_once(':').and_then(|(f, l)| Some((f, l.parse::<u32>().ok()?))) {
+            Some((file, line)) => (file, line, Some(last)),
+            None => (head, last, None),
+        };
+        if file.is_empty() || line == 0 || col == Some(0) {
+            return Err(bad());
         }
-        Ok(TargetSpec::Line { file: file.to_string(), line })
+        Ok(TargetSpec::Line { file: file.to_string(), line, col })
     }
 
     /// One target as a targets file writes it: `block:LABEL`, `line:FILE:N` or `call:FUNC`.
@@ -54,7 +56,8 @@ impl TargetSpec {
     pub fn describe(&self) -> String {
         match self {
             TargetSpec::Block(l) => format!("block {l}"),
-            TargetSpec::Line { file, line } => format!("line {file}:{line}"),
+            TargetSpec::Line { file, line, col: None } => format!("line {file}:{line}"),
+            TargetSpec::Line { file, line, col: Some(c) } => format!("line {file}:{line}:{c}"),
             TargetSpec::Call(f) => format!("call to {f}"),
         }
     }
@@ -70,6 +73,61 @@ pub struct ResolvedTarget {
     /// `--line`'s line. `None` is the block's start (`--block`). A marker at the block's start
     /// would fire natively even when an earlier instruction of the block never returns.
     pub at: Option<llvm::Value>,
+    /// For the report: a `--line` whose line has code in several blocks names the one chosen
+    /// and the others with their columns, so the user can name another (`FILE:LINE:COL`).
+    pub note: Option<String>,
+}
+
+/// Labels clang gives its own blocks without a dot: a C label of the same name (which cannot
+/// hold a dot) is renamed with a number (`entry:` becomes `entry1`), and `--block entry` would
+/// silently name the compiler's block instead.
+/// Only names clang gives one block per function: others (`cleanup`) repeat with numbers.
+const DOTLESS_CLANG_LABELS: &[&str] = &["entry", "return", "indirectgoto"];
+
+/// The blocks of `func` named `label` plus a number, when `label` is one of
+/// [`DOTLESS_CLANG_LABELS`]: C labels the compiler renamed.
+fn renamed_c_labels(func: llvm::Value, label: &str) -> Vec<String> {
+    if !DOTLESS_CLANG_LABELS.contains(&label) {
+        return vec![];
+    }
+    llvm::blocks(func)
+        .into_iter()
+        .map(llvm::block_name)
+        .filter(|n| n.strip_prefix(label).is_some_and(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit())))
+        .collect()
+}
+
+/// The block of a line whose code comes closest to column `col` from the left (the statement
+/// that starts at or before it): `cols[k]` are the columns of block `k`'s code on the line.
+fn pick_column(cols: &[Vec<u32>], col: u32) -> Option<usize> {
+    let mut best: Option<(u32, usize)> = None;
+    for (k, cs) in cols.iter().enumerate() {
+        if let Some(&c) = cs.iter().filter(|&&c| c <= col).max() {
+            if best.is_none_or(|(bc, _)| c > bc) {
+                best = Some((c, k));
+            }
+        }
+    }
+    best.map(|(_, k)| k)
+}
+
+/// `line F:L has code in N blocks: if.then (columns 22, 29; --line F:L:22), ...`, with the
+/// chosen one marked.
+fn line_blocks(candidates: &[(llvm::Value, llvm::Block, llvm::Value, Vec<u32>)], chosen: Option<usize>, file: &str, line: u32) -> String {
+    let items: Vec<String> = candidates
+        .iter()
+        .enumerate()
+        .map(|(k, (func, b, _, cols))| {
+            let mut cs: Vec<u32> = cols.iter().copied().filter(|&c| c > 0).collect();
+            cs.sort_unstable();
+            cs.dedup();
+            let first = cs.first().copied().unwrap_or(0);
+            let list: Vec<String> = cs.iter().map(u32::to_string).collect();
+            let mark = if Some(k) == chosen { "chosen, " } else { "" };
+            format!("{}:{} ({mark}column{} {}; --line {file}:{line}:{first})", llvm::value_name(*func), llvm::block_name(*b), if cs.len() == 1 { "" } else { "s" }, list.join(", "))
+        })
+        .collect();
+    format!("line {file}:{line} has code in {} blocks: {}", candidates.len(), items.join(", "))
 }
 
 fn find_function(m: LLVMModuleRef, name: &str) -> Option<llvm::Value> {
@@ -180,7 +238,7 @@ pub fn lines_of(m: LLVMModuleRef, function: &str, file: &str) -> Result<Vec<Targ
             list_names(&files)
         )));
     }
-    Ok(lines.into_iter().map(|line| TargetSpec::Line { file: file.to_string(), line }).collect())
+    Ok(lines.into_iter().map(|line| TargetSpec::Line { file: file.to_string(), line, col: None }).collect())
 }
 
 /// Resolves `spec` in `function` and, when not found there, in the functions it calls.
@@ -192,6 +250,7 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
         label: llvm::block_name(b),
         block: b,
         at,
+        note: None,
     };
     match spec {
         TargetSpec::Block(spec_label) => {
@@ -221,6 +280,16 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
                 if hits.is_empty() {
                     continue;
                 }
+                let renamed = renamed_c_labels(func, label);
+                if !renamed.is_empty() {
+                    let mut close = vec![label.clone()];
+                    close.extend(renamed.iter().cloned());
+                    return Err(Error::bad_input(format!(
+                        "--block {spec_label}: '{label}' is a block the compiler makes itself in '{name}', and it renamed a C label '{label}:' to {}; name the block you mean (close names: {})",
+                        renamed.join(" or "),
+                        list_names(&close)
+                    )));
+                }
                 if func == f && only.is_none() {
                     return Ok(hits);
                 }
@@ -239,8 +308,12 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
             }
             let label = spec_label;
             let labels: Vec<String> = llvm::blocks(f).into_iter().map(llvm::block_name).collect();
+            let stem = |l: &str| l.trim_end_matches(|c: char| c.is_ascii_digit()).to_ascii_lowercase();
+            let close: Vec<String> = labels.iter().filter(|l| !l.is_empty() && stem(l) == stem(label)).cloned().collect();
             let hint = if labels.iter().all(|l| l.is_empty()) {
                 " (its blocks have no names: compile with -fno-discard-value-names)".to_string()
+            } else if !close.is_empty() {
+                format!("; close names: {}; its blocks are: {}", list_names(&close), list_names(&labels))
             } else {
                 format!("; its blocks are: {}", list_names(&labels))
             };
@@ -248,10 +321,15 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
                 "no block labelled '{label}' in function '{function}' or the functions it calls{hint}"
             )))
         }
-        TargetSpec::Line { file, line } => {
+        TargetSpec::Line { file, line, col } => {
+            let shown = spec.describe();
+            let shown = shown.trim_start_matches("line ");
             let mut any_debug = false;
             let mut file_seen = false;
             let mut files: Vec<String> = vec![];
+            // Every block with code on the line: its first instruction there and the columns
+            // of the line's code in it, in program order.
+            let mut candidates: Vec<(llvm::Value, llvm::Block, llvm::Value, Vec<u32>)> = vec![];
             for &func in &scope {
                 for b in llvm::blocks(func) {
                     for i in llvm::instructions(b) {
@@ -265,8 +343,13 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
                                 continue;
                             }
                             file_seen = true;
-                            if l == *line {
-                                return Ok(vec![mk(func, b, Some(i))]);
+                            if l != *line {
+                                continue;
+                            }
+                            let c = llvm::debug_column(i).unwrap_or(0);
+                            match candidates.last_mut() {
+                                Some((_, cb, _, cols)) if *cb == b => cols.push(c),
+                                _ => candidates.push((func, b, i, vec![c])),
                             }
                         }
                     }
@@ -274,18 +357,32 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
             }
             if !any_debug {
                 return Err(Error::bad_input(format!(
-                    "--line {file}:{line}: function '{function}' has no debug line information (compile with -g)"
+                    "--line {shown}: function '{function}' has no debug line information (compile with -g)"
                 )));
             }
             if !file_seen {
                 return Err(Error::bad_input(format!(
-                    "--line {file}:{line}: no code of '{function}' or its callees comes from '{file}' (their files: {})",
+                    "--line {shown}: no code of '{function}' or its callees comes from '{file}' (their files: {})",
                     list_names(&files)
                 )));
             }
-            Err(Error::bad_input(format!(
-                "--line {file}:{line}: no code of '{function}' or its callees is on that line"
-            )))
+            if candidates.is_empty() {
+                return Err(Error::bad_input(format!(
+                    "--line {shown}: no code of '{function}' or its callees is on that line"
+                )));
+            }
+            let chosen = match col {
+                None => 0,
+                Some(c) => pick_column(&candidates.iter().map(|(_, _, _, cols)| cols.clone()).collect::<Vec<_>>(), *c).ok_or_else(|| {
+                    Error::bad_input(format!("--line {shown}: no code on that line starts at or before column {c}; {}", line_blocks(&candidates, None, file, *line)))
+                })?,
+            };
+            let (func, b, at, _) = candidates[chosen];
+            let mut t = mk(func, b, Some(at));
+            if candidates.len() > 1 {
+                t.note = Some(line_blocks(&candidates, Some(chosen), file, *line));
+            }
+            Ok(vec![t])
         }
         TargetSpec::Call(callee) => {
             if find_function(m, callee).is_none() {
@@ -373,12 +470,25 @@ mod tests {
     fn line_specs_parse_and_reject_garbage() {
         assert_eq!(
             TargetSpec::parse_line("a/b.c:12").unwrap(),
-            TargetSpec::Line { file: "a/b.c".into(), line: 12 }
+            TargetSpec::Line { file: "a/b.c".into(), line: 12, col: None }
         );
-        for bad in ["b.c", "b.c:x", ":3", "b.c:0"] {
+        assert_eq!(TargetSpec::parse_line("b.c:12:7").unwrap(), TargetSpec::Line { file: "b.c".into(), line: 12, col: Some(7) });
+        assert_eq!(TargetSpec::parse_line("b.c:12:7").unwrap().describe(), "line b.c:12:7");
+        for bad in ["b.c", "b.c:x", ":3", "b.c:0", "b.c:3:0"] {
             let e = TargetSpec::parse_line(bad).unwrap_err();
             assert_eq!(e.exit_status(), 2, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_column_picks_the_statement_starting_at_or_before_it() {
+        // `if (depth >= MAX) return ERR;`: the condition's code at 7..13, the return at 21.
+        let cols = vec![vec![7, 13, 7], vec![21, 21]];
+        assert_eq!(pick_column(&cols, 21), Some(1));
+        assert_eq!(pick_column(&cols, 30), Some(1));
+        assert_eq!(pick_column(&cols, 3), None);
+        assert_eq!(pick_column(&cols, 7), Some(0));
+        assert_eq!(pick_column(&cols, 20), Some(0));
     }
 
     #[test]

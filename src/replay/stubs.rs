@@ -17,9 +17,11 @@ const NONSHARED: &[&str] = &["atexit", "at_quick_exit", "pthread_atfork", "__sta
 /// Whether the name is defined by the drivers the builds generate (nondet inputs, assumptions,
 /// the target marker) or by the compiler (intrinsics).
 fn driver_or_compiler_defines(name: &str) -> bool {
-    // `__ubsan_handle_*`: the sanitizer's runtime, linked into the UB-checking build only
-    // (`replay::ub`); nothing else calls them.
-    name.starts_with("llvm.") || name.starts_with("__ubsan_") || name.starts_with("__VERIFIER_nondet_") || name == "__VERIFIER_assume" || name == TARGET_MARKER
+    // `__ubsan_*`, `__asan_*` (clang's code generation calls `__asan_handle_no_return` before
+    // every call that never returns, such as a program's own `reach_error` calling `abort`),
+    // `__sanitizer_*`: the sanitizers' runtimes, linked into the UB-checking build only
+    // (`replay::ub`); nothing else calls them. A stub would be a second definition.
+    name.starts_with("llvm.") || ["__ubsan_", "__asan_", "__sanitizer_"].iter().any(|p| name.starts_with(p)) || name.starts_with("__VERIFIER_nondet_") || name == "__VERIFIER_assume" || name == TARGET_MARKER
 }
 
 /// The declared functions the link will not find: each gets a stub returning 0.
@@ -48,6 +50,12 @@ pub fn undefined_in_link_errors(stderr: &str) -> std::collections::BTreeSet<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sanitizer_runtime_functions_are_never_stubbed() {
+        let declared: Vec<String> = ["__asan_handle_no_return", "__ubsan_handle_add_overflow_abort", "__sanitizer_cov_trace_pc"].map(String::from).to_vec();
+        assert!(predicted(&declared).is_empty(), "{:?}", predicted(&declared));
+    }
 
     #[test]
     fn missing_symbols_are_read_from_either_linker() {

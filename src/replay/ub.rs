@@ -89,7 +89,7 @@ fn try_check(source: &Path, function: &str, target: &TargetSpec, options: &LoadO
         .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
     // Removed on an interruption too (SIGINT/SIGTERM end the process without unwinding).
     let _registered = crate::cleanup::Guard::new(dir.path());
-    let flags: Vec<String> = UB_COMPILE_FLAGS.iter().map(|f| f.to_string()).collect();
+    let flags: Vec<String> = options.cflags.iter().cloned().chain(UB_COMPILE_FLAGS.iter().map(|f| f.to_string())).collect();
     let bc = load::input::compile_c_with(source, dir.path(), "ub-", &flags, None)?;
     let loaded = load::load_with(&bc, function, target, options)?;
     let rp = Replayer::build(&loaded, false, Flavour::Sanitized)?;

@@ -165,9 +165,25 @@ fn iso8601(secs: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// Test-Comp's required `creationtime`, stable so that emitting the same witness twice writes
+/// the same file: `$SOURCE_DATE_EPOCH` (reproducible builds' convention), else the program
+/// file's modification time, else now.
+fn creation_time(program: &Path) -> u64 {
+    if let Some(t) = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|v| v.trim().parse().ok()) {
+        return t;
+    }
+    let since_epoch = |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).ok();
+    std::fs::metadata(program)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(since_epoch)
+        .or_else(|| since_epoch(std::time::SystemTime::now()))
+        .unwrap_or(0)
+}
+
 /// The Test-Comp metadata document.
 pub fn metadata_xml(tc: &TestCase, program_hash: &str) -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let now = creation_time(tc.program_file);
     let program = std::fs::canonicalize(tc.program_file).unwrap_or_else(|_| tc.program_file.to_path_buf());
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n<!DOCTYPE test-metadata PUBLIC \"+//IDN sosy-lab.org//DTD test-format test-metadata 1.1//EN\" \"https://sosy-lab.org/test-format/test-metadata-1.1.dtd\">\n<!-- {MARK} -->\n<test-metadata>\n  <sourcecodelang>C</sourcecodelang>\n  <producer>apc-llvm {}</producer>\n  <specification>{}</specification>\n  <programfile>{}</programfile>\n  <programhash>{program_hash}</programhash>\n  <entryfunction>{}</entryfunction>\n  <architecture>64bit</architecture>\n  <creationtime>{}</creationtime>\n</test-metadata>\n",

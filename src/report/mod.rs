@@ -65,6 +65,10 @@ pub struct Report {
     pub functions_loaded: Option<usize>,
     /// Labels of the target blocks in the analysed (normalised) function.
     pub target: Vec<String>,
+    /// A `--line` with code in several blocks: the one chosen and the others with their
+    /// columns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_note: Option<String>,
     pub verdict: Verdict,
     /// Why the verdict is what it is, in one sentence.
     pub reason: String,
@@ -94,6 +98,10 @@ pub struct Report {
     /// input's `c_type` and `c_value`.
     #[serde(skip)]
     pub param_c_types: BTreeMap<String, crate::ir::CType>,
+    /// Sizes of the elements pointer parameters point to, by name (debug information): how
+    /// their buffers are shown.
+    #[serde(skip)]
+    pub param_elem_bytes: BTreeMap<String, u64>,
     /// Why `--emit-tests` wrote nothing for a reaching witness.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_error: Option<String>,
@@ -177,6 +185,7 @@ impl Report {
             location: None,
             functions_loaded: None,
             target: f.target_blocks().into_iter().map(|b| f.label(b).to_string()).collect(),
+            target_note: None,
             verdict: Verdict::Unknown,
             reason: String::new(),
             loops: s
@@ -202,6 +211,7 @@ impl Report {
             stubs: vec![],
             assumptions: vec![],
             param_c_types: f.params.iter().filter_map(|p| p.c_type.clone().map(|c| (p.name.clone(), c))).collect(),
+            param_elem_bytes: f.params.iter().filter_map(|p| p.pointee_bytes.map(|b| (p.name.clone(), b))).collect(),
             truncated: s.truncated,
             apc: None,
             smtlib: None,
@@ -226,6 +236,7 @@ impl Report {
             location: None,
             functions_loaded: None,
             target: vec![],
+            target_note: None,
             verdict: Verdict::Unknown,
             reason: String::new(),
             loops: vec![],
@@ -234,6 +245,7 @@ impl Report {
             stubs: vec![],
             assumptions: vec![],
             param_c_types: BTreeMap::new(),
+            param_elem_bytes: BTreeMap::new(),
             truncated: false,
             apc: None,
             smtlib: None,
@@ -324,7 +336,7 @@ impl Report {
                         if front > 0 {
                             let _ = writeln!(out, "  {name}[-{front}..-1] = {}", show_bytes(&bytes[..front]));
                         }
-                        let _ = writeln!(out, "  {name} = {}", show_bytes(&bytes[front..]));
+                        let _ = writeln!(out, "  {name} = {}", show_buffer(&bytes[front..], self.param_c_types.get(name), self.param_elem_bytes.get(name).copied()));
                         show_pointees(&mut out, name, pointees, front as i64);
                     }
                     crate::witness::ParamInput::Zero { name, c_type } => {
@@ -358,6 +370,9 @@ impl Report {
         let _ = writeln!(out, "target:   {} (blocks: {})", self.target_spec, self.target.join(", "));
         if let Some(l) = &self.location {
             let _ = writeln!(out, "at:       {l}");
+        }
+        if let Some(n) = &self.target_note {
+            let _ = writeln!(out, "          {n}");
         }
         let _ = writeln!(out, "\nloops ({}):", self.loops.len());
         let loops_shown = if detailed { self.loops.len() } else { SHOWN.min(self.loops.len()) };
@@ -462,6 +477,72 @@ fn show_bytes(bytes: &[u8]) -> String {
     format!("[{}] ({} bytes)", shown.join(", "), bytes.len())
 }
 
+/// A buffer as its C element type reads it: characters as a C string literal (escapes for the
+/// rest), other bytes in hex, wider integers as their type's values; trailing zeros omitted, at
+/// most [`SHOWN_BYTES`] bytes shown, the size last. Without a type (no `-g`, a struct field),
+/// mostly printable bytes are shown as a string, others in hex.
+fn show_buffer(bytes: &[u8], c_type: Option<&crate::ir::CType>, elem_bytes: Option<u64>) -> String {
+    let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1);
+    let cut = end.min(SHOWN_BYTES);
+    let more = if end > SHOWN_BYTES { format!(" … {} more bytes", end - SHOWN_BYTES) } else { String::new() };
+    let elem = elem_bytes.unwrap_or(1);
+    if let (Some(c), 2 | 4 | 8) = (c_type, elem) {
+        let e = elem as usize;
+        let count = bytes.len() / e;
+        let shown_elems = end.div_ceil(e).min(SHOWN_BYTES / e).min(count);
+        let values: Vec<String> = (0..shown_elems)
+            .map(|k| {
+                let mut v = 0u64;
+                for (j, b) in bytes[k * e..(k + 1) * e].iter().enumerate() {
+                    v |= (*b as u64) << (8 * j);
+                }
+                if c.signed { crate::expr::to_signed(8 * e as u32, v).to_string() } else { v.to_string() }
+            })
+            .collect();
+        let more = if end.div_ceil(e) > shown_elems { format!(", … {} more", end.div_ceil(e) - shown_elems) } else { String::new() };
+        return format!("{{{}{more}}} ({}[{count}])", values.join(", "), c.name);
+    }
+    let printable = bytes[..cut].iter().filter(|b| b.is_ascii_graphic() || **b == b' ').count();
+    let chars = match c_type {
+        Some(c) => c.name.contains("char"),
+        None => elem == 1 && cut > 0 && printable * 2 >= cut,
+    };
+    if chars {
+        format!("{}{more} ({} bytes)", c_string_literal(&bytes[..cut]), bytes.len())
+    } else {
+        let hex: Vec<String> = bytes[..cut].iter().map(|b| format!("0x{b:02x}")).collect();
+        format!("{{{}}}{more} ({} bytes)", hex.join(", "), bytes.len())
+    }
+}
+
+/// `bytes` as a C string literal: printable ASCII as is, the usual escapes, `\xNN` for the
+/// rest (the literal is split where a hex digit follows one, as C would read it on).
+pub fn c_string_literal(bytes: &[u8]) -> String {
+    let mut out = String::from("\"");
+    let mut after_hex = false;
+    for &b in bytes {
+        let plain = b.is_ascii_graphic() || b == b' ';
+        if after_hex && plain && b.is_ascii_hexdigit() {
+            out.push_str("\" \"");
+        }
+        after_hex = false;
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b'\r' => out.push_str("\\r"),
+            _ if plain => out.push(b as char),
+            _ => {
+                out.push_str(&format!("\\x{b:02x}"));
+                after_hex = true;
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// `*(name + o) = [...]` for every pointer slot of a buffer, recursively.
 /// `shift`: bytes of the buffer in front of its address (offsets are shown from the address).
 fn show_pointees(out: &mut String, name: &str, pointees: &[crate::witness::Pointee], shift: i64) {
@@ -470,9 +551,33 @@ fn show_pointees(out: &mut String, name: &str, pointees: &[crate::witness::Point
         let shown = match &p.holds {
             Some(crate::witness::SlotValue::Null) => "NULL".to_string(),
             Some(crate::witness::SlotValue::Function(f)) => format!("&{f}"),
-            None => show_bytes(&p.bytes),
+            None => show_buffer(&p.bytes, None, None),
         };
         let _ = writeln!(out, "  {inner} = {shown}");
         show_pointees(out, &inner, &p.pointees, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::CType;
+
+    #[test]
+    fn buffers_are_shown_as_their_element_type_reads_them() {
+        let char_t = CType { name: "const char".into(), signed: true };
+        let mut text = b"4711".to_vec();
+        text.resize(68, 0);
+        assert_eq!(show_buffer(&text, Some(&char_t), Some(1)), "\"4711\" (68 bytes)");
+        // Escapes; a hex escape followed by a hex digit ends the literal piece.
+        assert_eq!(c_string_literal(b"KV\x02a\"\\\n"), "\"KV\\x02\" \"a\\\"\\\\\\n\"");
+        let byte_t = CType { name: "uint8_t".into(), signed: false };
+        assert_eq!(show_buffer(&[0xff, 0x10, 0, 0], Some(&byte_t), Some(1)), "{0xff, 0x10} (4 bytes)");
+        let int_t = CType { name: "int".into(), signed: true };
+        let ints: Vec<u8> = [77i32, -1, 0, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(show_buffer(&ints, Some(&int_t), Some(4)), "{77, -1} (int[4])");
+        // Without a type: mostly printable bytes as a string, others in hex.
+        assert_eq!(show_buffer(b"ab\x01\0", None, None), "\"ab\\x01\" (4 bytes)");
+        assert_eq!(show_buffer(&[1, 2, 200], None, None), "{0x01, 0x02, 0xc8} (3 bytes)");
     }
 }

@@ -56,6 +56,9 @@ pub struct Budget {
     pub at_once: usize,
 }
 
+/// Largest tied length a buffer is grown to when the target needs the length.
+const GROW_TO_LENGTH: u64 = 1 << 16;
+
 /// A buffer parameter's constraints on cutting it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BufferShape {
@@ -102,6 +105,11 @@ pub fn reduce(w: &Witness, shapes: &[BufferShape], budget: Budget, judge: &(dyn 
         step(&mut r, &|r| r.nondet());
         if progressed < 2 || r.stopped {
             break;
+        }
+    }
+    for (k, shape) in shapes.iter().enumerate() {
+        if let (Some(l), false) = (shape.length_param, shape.fixed) {
+            r.buffer_to_length(k, l);
         }
     }
     let witness = if r.kept > 0 { r.best } else { w.clone() };
@@ -285,6 +293,23 @@ impl Reducer<'_> {
         let mut w = self.best.clone();
         if let ParamInput::Int { value, .. } = &mut w.params[length] {
             *value = n & mask(width);
+        }
+        self.try_keep(w);
+    }
+
+    /// A tied length the target needs past its buffer: a buffer that long instead, when it is
+    /// small enough to build, so that the witness never shows a length past its buffer. Last,
+    /// after every cut (a cut would take the zeros away again).
+    fn buffer_to_length(&mut self, buffer: usize, length: usize) {
+        let Some(ParamInput::Int { value, .. }) = self.best.params.get(length) else { return };
+        let value = *value;
+        let have = buffer_at(&self.best, &[buffer]).map_or(0, |(bytes, _, _)| bytes.len() as u64);
+        if value <= have || value > GROW_TO_LENGTH || self.stopped {
+            return;
+        }
+        let mut w = self.best.clone();
+        if let Some(bytes) = bytes_at_mut(&mut w, &[buffer]) {
+            bytes.resize(value as usize + BUFFER_SLACK, 0);
         }
         self.try_keep(w);
     }
@@ -697,6 +722,16 @@ mod tests {
         let r = reduce(&w, &[BufferShape { length_param: Some(1), fixed: false }, BufferShape::default()], budget(), &judge);
         assert_eq!((bytes_of(&r.witness, 0), value_of(&r.witness, 1)), (b"<<x".to_vec(), 3));
         assert!(r.runs <= 12, "{} runs (bisecting the length alone takes 28)", r.runs);
+    }
+
+    #[test]
+    fn a_length_the_target_needs_gets_a_buffer_that_long() {
+        let w = Witness { params: vec![buf("s", b"ab"), int("len", 64, 100)], nondet: vec![] };
+        let shapes = [BufferShape { length_param: Some(1), fixed: false }];
+        let r = reduce(&w, &shapes, budget(), &|w: &Witness| if value_of(w, 1) >= 100 { Judgement::Reaches } else { Judgement::Misses });
+        assert_eq!(value_of(&r.witness, 1), 100);
+        let ParamInput::Buffer { bytes, .. } = &r.witness.params[0] else { panic!("a buffer") };
+        assert!(bytes.len() >= 100, "{:?}", r.witness);
     }
 
     #[test]

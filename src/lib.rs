@@ -19,6 +19,7 @@ pub mod fuzz;
 pub mod ir;
 pub mod jailfs;
 pub mod load;
+pub mod ops;
 pub mod priority;
 pub mod replay;
 pub mod report;

@@ -15,6 +15,7 @@ pub mod fuzz;
 pub mod pending;
 
 use crate::replay::{Limits, NativeBuild, RunOutcome};
+pub use crate::report::{EngineSummary, Invariant};
 use crate::report::WitnessReport;
 use crate::witness::Witness;
 use serde::Serialize;
@@ -97,25 +98,6 @@ impl Finding {
     pub fn is_definite(&self) -> bool {
         matches!(self, Finding::Reached { .. } | Finding::Unreachable(_))
     }
-}
-
-/// A formula that holds whenever `block` is entered (an inductive invariant of a proof), in
-/// SMT-LIB over the registers' names.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Invariant {
-    pub block: String,
-    pub formula: String,
-}
-
-/// One engine's run, as the report shows it.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct EngineSummary {
-    /// `reachable`, `unreachable`, `unknown` or `cancelled`.
-    pub outcome: String,
-    pub reason: String,
-    pub seconds: f64,
-    /// Counters of the engine's work (states explored, models tried, executions, ...).
-    pub stats: BTreeMap<String, u64>,
 }
 
 /// The last model an engine replayed without reaching the target (for the report when nobody

@@ -458,7 +458,7 @@ fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates:
 /// The values of `parts` under a concrete assignment that satisfies `query`, when trying a few
 /// finds one (see [`crate::expr::eval`]) and every part can be evaluated in it.
 fn by_trial(pool: &ExprPool, query: ExprId, parts: &[ExprId]) -> Option<Vec<bool>> {
-    let mut model = crate::expr::eval::model_by_trial(pool, query, super::TRIALS)?;
+    let mut model = crate::expr::eval::model_by_trial(pool, query, super::budget::TRIALS)?;
     parts.iter().map(|&p| model.holds(pool, p)).collect()
 }
 

@@ -33,7 +33,7 @@ impl SeedBoard {
 }
 
 /// What every engine shares. Owned (shared by `Arc`s), so that the race can end without
-/// waiting for engines that are still stopping (see [`race`]).
+/// waiting for engines that are still stopping (see [`race`](fn@super::race)).
 pub struct Context {
     pub native: Arc<NativeBuild>,
     pub deadline: Instant,
@@ -134,7 +134,7 @@ impl Context {
 
     /// Waits up to `at_most` while a witness search (DSE, fuzzing) still races, and returns
     /// how long it waited: the apc engine does, before the race of its solvers, when its APC
-    /// alternates quantifiers (see [`APC_YIELD`]). Ends at once on a cancel and when the
+    /// alternates quantifiers (see `APC_YIELD`). Ends at once on a cancel and when the
     /// searches stop (only a proof can then change the answer).
     pub fn yield_to_searches(&self, at_most: Duration) -> Duration {
         let start = Instant::now();

@@ -18,7 +18,7 @@ pub struct FuzzEngine {
     /// The fuzzing executable, built on its own thread since load time.
     pub build: Option<JoinHandle<crate::error::Result<Fuzzer>>>,
     /// The build thread's id (0 until it has started): lowered while the APC's quick check
-    /// runs (see [`set_build_priority`]).
+    /// runs (see `set_build_priority`).
     pub build_tid: std::sync::Arc<std::sync::atomic::AtomicI32>,
     pub dictionary: Vec<Vec<u8>>,
     /// Values of the constant-fill seeds: the comparison constants and their neighbours.
@@ -27,7 +27,7 @@ pub struct FuzzEngine {
     pub alone: bool,
     /// The build's helper processes (the link), killed once the race no longer needs it.
     pub abandon: std::sync::Arc<crate::cleanup::Abandon>,
-    /// Set when the build may start (see [`BUILD_HOLD`]); from the start when alone.
+    /// Set when the build may start (see `BUILD_HOLD`); from the start when alone.
     pub may_start: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -270,7 +270,7 @@ const MAX_FILLS: usize = 64;
 
 /// Values of the constant-fill seeds: each comparison constant `c` and `c ± 1` (a strict
 /// comparison's first value inside), in the program's order, without repeats, at most
-/// [`MAX_FILLS`]. Zero is left out: libFuzzer starts from the empty input, which reads zeros.
+/// `MAX_FILLS`. Zero is left out: libFuzzer starts from the empty input, which reads zeros.
 pub fn fill_values(constants: &[CmpConstant]) -> Vec<u64> {
     let mut out: Vec<u64> = vec![];
     for c in constants {

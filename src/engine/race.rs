@@ -49,7 +49,7 @@ pub fn wait_for_stopping_engines() {
 }
 
 /// Races `engines` until one has a definite finding (the others are cancelled, and waited
-/// for [`STOP_GRACE`] at most), or all have ended.
+/// for `STOP_GRACE` at most), or all have ended.
 pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult {
     let (tx, rx) = std::sync::mpsc::channel::<(EngineKind, f64, EngineResult)>();
     let mut results: Vec<(EngineKind, f64, EngineResult)> = vec![];

@@ -7,7 +7,7 @@ use super::types::{Engine, EngineKind, EngineResult, Finding};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// A prover that joins the race late, at [`LATE_NICE`]: once half of the budget is gone
+/// A prover that joins the race late, at `LATE_NICE`: once half of the budget is gone
 /// (`start_at`), or at once when the apc engine ended without a proof (or does not run).
 /// The default portfolio's Horn-clause provers (`chc`, `k-induction`): alone they decide
 /// targets in seconds that the others do not, but on `c-benchmarks/` and the differential cases

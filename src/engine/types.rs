@@ -27,11 +27,11 @@ pub enum EngineKind {
 impl EngineKind {
     pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz, EngineKind::Chc, EngineKind::KInduction];
     /// The portfolio without `--engine`, from the start. The Horn-clause provers join it late
-    /// ([`EngineKind::LATE_DEFAULT`], see [`Late`]): their clauses are solved quickly only for
+    /// ([`EngineKind::LATE_DEFAULT`], see [`Late`](super::Late)): their clauses are solved quickly only for
     /// small loops (seconds to never for two nested ones), and from the start, beside the others
     /// on two cores, they would slow down their witnesses.
     pub const DEFAULT: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz];
-    /// The provers the portfolio without `--engine` adds late (see [`Late`]).
+    /// The provers the portfolio without `--engine` adds late (see [`Late`](super::Late)).
     pub const LATE_DEFAULT: &'static [EngineKind] = &[EngineKind::Chc, EngineKind::KInduction];
 
     pub fn name(self) -> &'static str {
@@ -98,7 +98,7 @@ pub struct EngineResult {
     pub stats: BTreeMap<String, u64>,
     /// With a proof by invariants: the invariants.
     pub invariants: Vec<Invariant>,
-    /// A [`Late`] engine the race ended before it started: left out of the report.
+    /// A [`Late`](super::Late) engine the race ended before it started: left out of the report.
     pub never_started: bool,
 }
 
@@ -112,7 +112,7 @@ impl EngineResult {
 /// after `cx.cancel` is set.
 pub trait Engine: Send {
     fn kind(&self) -> EngineKind;
-    /// Whether the engine joins the race late ([`Late`]): not reported if the race ends
+    /// Whether the engine joins the race late ([`Late`](super::Late)): not reported if the race ends
     /// before it started.
     fn joins_late(&self) -> bool {
         false

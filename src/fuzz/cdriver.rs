@@ -16,10 +16,10 @@
 //! * **Faults and hangs of the program are not crashes either**: `SIGSEGV`, `SIGBUS`, `SIGFPE`
 //!   and `SIGABRT` (handled on an alternate stack, so stack overflows too), a work budget (the
 //!   program's object calls [`WORK_TICK`] at every function entry and loop iteration, see
-//!   `replay::codegen::insert_work_ticks`; past [`WORK_TICKS`] the input is abandoned, at the
+//!   `replay::codegen::insert_work_ticks`; past `WORK_TICKS` the input is abandoned, at the
 //!   same point on any machine under any load) and, behind it, a CPU-time tick (`ITIMER_VIRTUAL`,
 //!   no system call per input) that abandons an input running for about a quarter second
-//!   ([`HANG_TICKS`]: loops the budget does not see, inside the C library) jump back the same
+//!   (`HANG_TICKS`: loops the budget does not see, inside the C library) jump back the same
 //!   way, and the input is rejected (`-1`:
 //!   kept out of the corpus, so mutations do not keep returning to it). libFuzzer is told to leave those signals alone
 //!   ([`OWN_SIGNALS`]); otherwise every such input would stop it, and its compare tracing leads

@@ -243,7 +243,7 @@ fn is_length_name(name: &str) -> bool {
 }
 
 /// `(buffer parameter, length parameter)` index pairs among `params` (name, type): an integer
-/// parameter named like a length (see [`is_length_name`]) tied to the nearest pointer parameter
+/// parameter named like a length (see `is_length_name`) tied to the nearest pointer parameter
 /// before it (`char *s, size_t len`; `const uint8_t *buf, int n`), else after it; one length
 /// per buffer. Witnesses size buffers by them, and `--arg-size` bounds them.
 pub fn length_ties(params: &[(&str, &Ty)]) -> Vec<(usize, usize)> {

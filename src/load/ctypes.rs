@@ -108,7 +108,7 @@ fn pointee_size(nodes: &HashMap<&str, &str>, id: &str) -> Option<u64> {
 }
 
 /// Per parameter of `function` (defined in this module), in order: its C integer type (see
-/// [`int_type`]) and, for a pointer, the size of what it points to (see [`pointee_size`]).
+/// `int_type`) and, for a pointer, the size of what it points to (see `pointee_size`).
 /// `None`s when the module has no debug information for it.
 pub fn param_types(module_text: &str, function: &str, params: usize) -> Vec<(Option<CType>, Option<u64>)> {
     let none = || vec![(None, None); params];

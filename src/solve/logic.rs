@@ -104,7 +104,7 @@ impl Logic {
 }
 
 /// A solver of the calling thread's context running Z3's `smt` tactic alone: a few
-/// milliseconds to set up where the default solver takes tens (see [`check`]), and on the
+/// milliseconds to set up where the default solver takes tens (see [`check`](super::check)), and on the
 /// quantifier-free APC of a string search (Hello's DSE guide) 15 ms where the default solver's
 /// array tactics take 150 ms. Slower than the default on some hard bit-vector instances: the
 /// APC's own queries keep the default.

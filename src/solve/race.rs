@@ -22,7 +22,7 @@ pub struct RaceEntry<T> {
 /// one gives a definite answer (sat or unsat), interrupting the others; or when all are done or
 /// `timeout` has passed. Returns the finished queries, the winner (if any) last.
 ///
-/// Every worker thread has been joined when this returns (see [`Workers`]): no Z3 object, context
+/// Every worker thread has been joined when this returns (see `Workers`): no Z3 object, context
 /// or call of the race survives it, and `T` must be plain data (no Z3 term may leave a worker).
 pub fn race<T: Send + 'static>(
     pool: std::sync::Arc<ExprPool>,

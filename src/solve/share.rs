@@ -95,7 +95,7 @@ impl Drop for WorkerPriority {
 }
 
 /// Sets thread `tid`'s nice value (absolute, see `priority::lowered`), unless it is running a
-/// race's query as a worker ([`race_until`]'s caller): then it gets it when its query ends,
+/// race's query as a worker ([`race_until`](super::race_until)'s caller): then it gets it when its query ends,
 /// and keeps the workers' share meanwhile.
 pub fn set_thread_nice(tid: libc::pid_t, nice: i32) {
     let mut share = WORKER_SHARE.lock().unwrap_or_else(|e| e.into_inner());

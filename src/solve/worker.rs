@@ -214,7 +214,7 @@ impl Drop for Workers<'_> {
 /// Runs `work` on a solver thread with a Z3 context of its own, until `timeout` or until
 /// `cancel` is set: then the context is interrupted (`work`'s current check answers unknown,
 /// and the `stopped` it is given says so from then on, so that it ends its loop) and the
-/// thread is left to [`Workers`] (joined briefly, else left behind to end through
+/// thread is left to `Workers` (joined briefly, else left behind to end through
 /// [`exit_now`]). `Err` says why there is no answer.
 pub fn in_worker<T: Send + 'static>(
     name: &str,

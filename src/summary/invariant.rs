@@ -535,7 +535,7 @@ fn each_preserved(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut cand
 /// Most solver time for inference per analysis, apart from the other summary checks.
 const BUDGET: Duration = Duration::from_millis(2500);
 
-/// Budget for inference per analysis: [`BUDGET`], at most an eighth of the analysis's `timeout`.
+/// Budget for inference per analysis: `BUDGET`, at most an eighth of the analysis's `timeout`.
 pub fn budget_within(timeout: Option<Duration>) -> super::CheckBudget {
     super::CheckBudget::with(timeout.map_or(BUDGET, |t| BUDGET.min(t / 8)))
 }

@@ -96,7 +96,7 @@ pub struct LoopSummary {
     /// The counter of each iteration backbone of the loop, `None` for infeasible ones.
     pub backbone_counters: Vec<Option<ExprId>>,
     /// The total number of iterations Σκ as a function of the loop-entry symbols, proved by the
-    /// recurrence check of [`summarise::closed_form`].
+    /// recurrence check of `summarise::closed_form`.
     pub closed_form: Option<ExprId>,
     /// With several iteration backbones: variables moved uniformly (by the same d on each), and
     /// their value after the loop, v̲ + d·Σκ, over the loop-entry symbols and Σκ's closed form.

@@ -1,7 +1,7 @@
 //! Queries raced on worker threads, each in its own Z3 context: the first definite answer wins
 //! and the others are interrupted and joined.
 
-use super::logic::{SolverKind, note_context};
+use super::logic::{note_context, SolverKind};
 use super::share::WorkerPriority;
 use super::worker::{announce_running, stop_all, SharedSlot, Slot, WorkerState, Workers, CLAIMED_GRACE};
 use super::{check_minimising, Answer, ModelView, Query};

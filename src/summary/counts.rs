@@ -3,8 +3,8 @@
 
 use super::summarise::{closed_form, valid};
 use super::{rules, Iterations, LoopVar};
-use crate::apc::{ApcBuilder, push_test};
-use crate::expr::{ExprId, Sort, Substitution, SymbolKind, mentions};
+use crate::apc::{push_test, ApcBuilder};
+use crate::expr::{mentions, ExprId, Sort, Substitution, SymbolKind};
 
 impl ApcBuilder<'_> {
     /// Carried bit-vector variables that every iteration backbone moves by the same

@@ -1,6 +1,6 @@
 //! The values arrays hold after a loop: the last write of each byte, fills and nested fills.
 
-use super::{fill, EXACT_WRITES, Iterations, LoopVar, Var};
+use super::{fill, Iterations, LoopVar, Var, EXACT_WRITES};
 use crate::apc::ApcBuilder;
 use crate::expr::{mentions, ExprId, Printer, Sort, Substitution, SymbolKind};
 use tracing::debug;

@@ -70,6 +70,12 @@ fn load_until(config: &Config, deadline: Instant) -> Result<Option<Loaded>> {
 /// [`run`], telling `progress` which stage it is in.
 pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let t0 = Instant::now();
+    // A stage that ignores the deadline, on demand of the tests of what a batch does then
+    // (`tests/real_code_tests.rs`): the analysis of the named target stalls past it.
+    if std::env::var("APC_LLVM_TEST_STALL_TARGET").is_ok_and(|t| t == config.target.describe()) {
+        progress.enter("a stall asked for by APC_LLVM_TEST_STALL_TARGET");
+        std::thread::sleep(config.timeout + std::time::Duration::from_secs(2));
+    }
     crate::priority::init();
     progress.enter("loading the program");
     let loaded = match load_until(config, t0 + config.timeout)? {
@@ -92,39 +98,45 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         std::thread::spawn(move || crate::replay::pure::PureEvaluator::build(&loaded, keep))
     });
 
-    progress.enter("enumerating the paths to the target");
     let t1 = Instant::now();
     let f = &loaded.program.function;
     let graph = Flowgraph::of_function(f);
-    let structure = Structure::compute(graph, Limits { max_backbones: config.max_backbones, deadline: Some(t0 + config.timeout) });
-    info!(backbones = structure.backbones.len(), loops = structure.loops.len(), "loop structure computed");
+    let limits = Limits { max_backbones: config.max_backbones, deadline: Some(t0 + config.timeout) };
+    // The paths to the target are enumerated by the engines that read the APC, on their own
+    // thread inside the race (it can take long: a loop calling a many-way helper has millions
+    // of paths per iteration), so that fuzzing and the provers start at once. Only a picture
+    // (`--dot`) needs them first.
+    let needs_apc = config.engines.iter().any(|e| matches!(e, EngineKind::Apc | EngineKind::Dse));
+    let eager_structure = config.dot.is_some().then(|| {
+        progress.enter("enumerating the paths to the target");
+        let s = Structure::compute(graph.clone(), limits);
+        info!(backbones = s.backbones.len(), loops = s.loops.len(), "loop structure computed");
+        s
+    });
     let t_cfg = t1.elapsed().as_secs_f64();
 
-    if let Some(path) = &config.dot {
+    if let (Some(path), Some(structure)) = (&config.dot, &eager_structure) {
         // A picture is a by-product: a failure to draw it is a warning, never the verdict.
-        if let Err(e) = write_dot(path, &crate::cfg::dot::to_dot(f, &structure)) {
+        if let Err(e) = write_dot(path, &crate::cfg::dot::to_dot(f, structure)) {
             eprintln!("apc-llvm: warning: --dot {}: {e}", path.display());
         }
     }
-    if structure.truncated && t0.elapsed() >= config.timeout {
-        // Without the paths' labels: for a long straight line they are millions of strings,
-        // seconds past the deadline to build.
-        let mut report = Report::bare(&f.name, config.target.describe());
-        report.target = f.target_blocks().into_iter().map(|b| f.label(b).to_string()).collect();
-        report.backbone_count = structure.backbones.len();
-        report.truncated = true;
-        report.assumptions = loaded.assumptions.clone();
-        report.timings.insert("load".into(), t_load);
-        report.timings.insert("cfg".into(), t_cfg);
-        report.reason = "the time budget ran out while enumerating the paths to the target".into();
-        return Ok(report);
-    }
-    let mut report = Report::new(f, config.target.describe(), &structure);
+    let mut report = match &eager_structure {
+        Some(s) => Report::new(f, config.target.describe(), s),
+        None => {
+            let mut r = Report::bare(&f.name, config.target.describe());
+            r.target = f.target_blocks().into_iter().map(|b| f.label(b).to_string()).collect();
+            r.param_c_types = f.params.iter().filter_map(|p| p.c_type.clone().map(|c| (p.name.clone(), c))).collect();
+            r
+        }
+    };
     report.assumptions = loaded.assumptions.clone();
+    report.functions_loaded = Some(loaded.functions_normalised);
+    report.location = loaded.target_location.as_ref().map(|(f, l)| format!("{f}:{l}"));
     report.timings.insert("load".into(), t_load);
     report.timings.insert("cfg".into(), t_cfg);
     progress.set_partial(&report);
-    if !structure.graph.target_reachable() {
+    if !graph.target_reachable() {
         report.verdict = Verdict::Unreachable;
         report.reason = "no path of the control-flow graph leads from the entry to the target".into();
         return Ok(report);
@@ -133,7 +145,6 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     // Only the apc and dse engines read the APC. It is built on a thread of its own while the
     // race already runs: the engines that need it wait for it there, the others (fuzzing, Horn
     // clauses) start at once (a function whose APC is costly to build is no reason to wait).
-    let needs_apc = config.engines.iter().any(|e| matches!(e, EngineKind::Apc | EngineKind::Dse));
     let guide_for_dse: Arc<Pending<Option<crate::dse::Guide>>> = Arc::default();
     let stop_building = Arc::new(AtomicBool::new(false));
     let build_tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
@@ -145,8 +156,9 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         progress.enter("building the abstract path condition");
         let job = ApcBuildJob {
             program: loaded.program.clone(),
-            structure: structure.clone(),
-            loops: report.loops.clone(),
+            graph: graph.clone(),
+            limits,
+            structure: eager_structure.clone(),
             deadline: t0 + config.timeout,
             stop: stop_building.clone(),
             smtlib: config.smtlib,
@@ -397,9 +409,10 @@ pub fn input_model_assumptions(program: &crate::ir::Program, is_main: bool) -> V
 /// memory bound ([`run_bounded`]), `config.jobs` at a time; `each` sees every report as it
 /// comes (progress: the number of reports so far, the total, the report; first once with no
 /// report, when the number of targets is known). The batch report
-/// lists the targets in their order. A target whose analysis had to be abandoned stops the
-/// batch: no further target starts (those under way finish), and the process must then end
-/// with [`solve::exit_now`], as `abandoned` says.
+/// lists the targets in their order. A target whose analysis overran its deadline or memory
+/// bound is `unknown` with the stage named, and the batch goes on (its thread is left to end
+/// on its own); the process must then end with [`solve::exit_now`], as `abandoned` says. Only
+/// an error that is not about one target (the input, the machine) stops the batch.
 pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(usize, usize, Option<&Report>) + Send)) -> (Result<crate::report::batch::BatchReport>, bool) {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
@@ -417,12 +430,13 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(u
     each(0, n, None);
     let next = AtomicUsize::new(0);
     let abandoned = AtomicBool::new(false);
+    let stopped = AtomicBool::new(false);
     // Per target: its report, or the error that ends the batch.
     let results: Mutex<Vec<Option<Result<Report>>>> = Mutex::new((0..n).map(|_| None).collect());
     let done = AtomicUsize::new(0);
     let each = Mutex::new(each);
     let work = || loop {
-        if abandoned.load(Ordering::SeqCst) {
+        if stopped.load(Ordering::SeqCst) {
             return;
         }
         let k = next.fetch_add(1, Ordering::SeqCst);
@@ -451,7 +465,7 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(u
         results.lock().unwrap_or_else(|e| e.into_inner())[k] = Some(result);
         if failed {
             // An error that is not about this target (the input, the machine): stop.
-            abandoned.store(true, Ordering::SeqCst);
+            stopped.store(true, Ordering::SeqCst);
         }
     };
     let jobs = config.jobs.clamp(1, n.max(1));
@@ -656,9 +670,10 @@ impl BuildRun {
 /// report says of the APC, and the APC for the apc engine.
 struct ApcBuildJob {
     program: crate::ir::Program,
-    structure: Structure,
-    /// The report's loops, to be described.
-    loops: Vec<crate::report::LoopReport>,
+    /// The flowgraph, whose loop structure the job computes (unless `structure` has it).
+    graph: Flowgraph,
+    limits: Limits,
+    structure: Option<Structure>,
     deadline: Instant,
     /// Set when the race has ended: building stops (the APC is then incomplete, and unused).
     stop: Arc<AtomicBool>,
@@ -669,6 +684,8 @@ struct ApcBuildJob {
 /// What the report says of the APC (see [`ApcBuildJob`]).
 #[derive(Default)]
 struct ApcDescription {
+    /// The loops and backbones, as `Report::new` describes them.
+    skeleton: Option<Report>,
     apc: Option<String>,
     loops: Option<Vec<crate::report::LoopReport>>,
     smtlib: Option<String>,
@@ -678,6 +695,12 @@ struct ApcDescription {
 
 impl ApcDescription {
     fn fill(&self, report: &mut Report) {
+        if let Some(s) = &self.skeleton {
+            report.loops = s.loops.clone();
+            report.backbones = s.backbones.clone();
+            report.backbone_count = s.backbone_count;
+            report.truncated = s.truncated;
+        }
         report.apc = self.apc.clone();
         if let Some(loops) = &self.loops {
             report.loops = loops.clone();
@@ -692,8 +715,32 @@ impl ApcDescription {
 impl ApcBuildJob {
     fn run(self) -> (ApcDescription, BuiltApc) {
         let mut d = ApcDescription::default();
+        let tc = Instant::now();
+        let structure = match self.structure {
+            Some(s) => s,
+            None => {
+                let s = Structure::compute(self.graph, self.limits);
+                info!(backbones = s.backbones.len(), loops = s.loops.len(), "loop structure computed");
+                d.timings.push(("enumerate_paths", tc.elapsed().as_secs_f64()));
+                s
+            }
+        };
+        let f = &self.program.function;
+        d.skeleton = Some(Report::new(f, String::new(), &structure));
+        if structure.truncated && self.limits.deadline.is_some_and(|t| Instant::now() >= t) {
+            if let Some(g) = &self.guide {
+                g.set(None);
+            }
+            return (d, Err("the time budget ran out while enumerating the paths to the target".into()));
+        }
+        if self.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            if let Some(g) = &self.guide {
+                g.set(None);
+            }
+            return (d, Err("the race ended while the paths to the target were enumerated".into()));
+        }
         let t2 = Instant::now();
-        let (apc, pool) = apc::ApcBuilder::new(&self.program, &self.structure).with_deadline(self.deadline).with_stop(self.stop.clone()).build();
+        let (apc, pool) = apc::ApcBuilder::new(&self.program, &structure).with_deadline(self.deadline).with_stop(self.stop.clone()).build();
         d.timings.push(("build_apc", t2.elapsed().as_secs_f64()));
         d.star_causes = pool.star_causes().iter().cloned().collect();
         if apc.timed_out {
@@ -711,10 +758,10 @@ impl ApcBuildJob {
         let has_quantifiers = text.contains('∀') || text.contains('∃');
         if let Some(g) = &self.guide {
             let tg = Instant::now();
-            g.set(crate::dse::Guide::new(&self.program, &self.structure, &apc, &pool));
+            g.set(crate::dse::Guide::new(&self.program, &structure, &apc, &pool));
             d.timings.push(("dse_guide", tg.elapsed().as_secs_f64()));
         }
-        let mut loops = self.loops;
+        let mut loops = d.skeleton.as_ref().map(|s| s.loops.clone()).unwrap_or_default();
         for (loop_id, summary) in &apc.summaries {
             let (theta, phi) = summary.describe(&pool);
             let l = &mut loops[loop_id.0 as usize];

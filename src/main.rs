@@ -376,12 +376,18 @@ fn run_batch(cli: &Cli, set: &apc_llvm::load::TargetSet, expect: Option<&[String
             } else {
                 print_out(&batch.to_text());
             }
-            let verdicts: Vec<String> = batch.entries.iter().map(|e| e.report.verdict.to_string()).collect();
+            // A target the batch could not analyse counts as unknown for --expect/--fail-on,
+            // and alone makes the status 3.
+            let verdicts: Vec<String> =
+                batch.entries.iter().map(|e| e.report.verdict.to_string()).chain(batch.skipped.iter().map(|_| "unknown".to_string())).collect();
             if let Some(e) = expect.filter(|e| verdicts.iter().any(|v| !e.contains(v))) {
                 eprintln!("apc-llvm: a verdict is not {}", e.join(" or "));
                 3
             } else if let Some(f) = fail_on.filter(|f| verdicts.iter().any(|v| f.contains(v))) {
                 eprintln!("apc-llvm: a verdict is {} (--fail-on)", f.join(" or "));
+                3
+            } else if !batch.skipped.is_empty() {
+                eprintln!("apc-llvm: {} target(s) were not analysed", batch.skipped.len());
                 3
             } else {
                 0

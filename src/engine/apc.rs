@@ -283,7 +283,9 @@ impl ApcSearch {
             h.join().unwrap_or_else(|_| Err(crate::error::Error::internal("the evaluator build panicked")))
         });
         if let Some(Err(e)) = &pure {
-            tracing::warn!("mixed solving is off: {e}");
+            // Said as what it is: the evaluator could not be had, not a fault of the tool.
+            let why = e.to_string();
+            tracing::warn!("mixed solving of the --pure functions is off for this target: {}", why.trim_start_matches("internal error: "));
             out.stats.insert("pure_unavailable".into(), 1);
         }
         let counters: Vec<ExprId> = apc.summaries.iter().flat_map(|(_, s)| s.counters.clone()).collect();

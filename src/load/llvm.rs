@@ -302,6 +302,43 @@ pub fn add_function_table(m: LLVMModuleRef, name: &str, fns: &[Value]) -> Value 
     }
 }
 
+/// Replaces the body of defined function `f` by a single `unreachable`, so that it refers to
+/// nothing any more. `false` (and `f` unchanged) when one of its blocks has its address taken.
+pub fn gut_function(f: Value) -> bool {
+    unsafe {
+        let blocks = blocks(f);
+        if blocks.iter().any(|&b| !LLVMGetFirstUse(LLVMBasicBlockAsValue(b)).is_null() && users(LLVMBasicBlockAsValue(b)).iter().any(|&u| LLVMIsAInstruction(u).is_null())) {
+            return false;
+        }
+        for &b in &blocks {
+            for i in instructions(b) {
+                if !LLVMGetFirstUse(i).is_null() {
+                    LLVMReplaceAllUsesWith(i, LLVMGetPoison(LLVMTypeOf(i)));
+                }
+            }
+        }
+        for &b in &blocks {
+            for i in instructions(b).into_iter().rev() {
+                LLVMInstructionEraseFromParent(i);
+            }
+        }
+        for &b in &blocks {
+            LLVMDeleteBasicBlock(b);
+        }
+        let ctx = LLVMGetModuleContext(LLVMGetGlobalParent(f));
+        let entry = LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr());
+        let builder = LLVMCreateBuilderInContext(ctx);
+        LLVMPositionBuilderAtEnd(builder, entry);
+        LLVMBuildUnreachable(builder);
+        LLVMDisposeBuilder(builder);
+        true
+    }
+}
+
+pub fn delete_function(f: Value) {
+    unsafe { LLVMDeleteFunction(f) }
+}
+
 pub fn delete_global(g: Value) {
     unsafe { LLVMDeleteGlobal(g) }
 }

@@ -17,6 +17,7 @@ pub mod assume;
 mod bounds;
 pub mod clib;
 pub mod comparisons;
+mod demand;
 mod devirt;
 
 pub use input::{clang_path, llvm_tool, CLANG_ANALYSIS_FLAGS};
@@ -44,6 +45,11 @@ pub struct Loaded {
     /// The functions whose addresses the replay copy lists in [`FUNCTION_TABLE`], in order: what
     /// a witness may pass as a function pointer.
     pub function_table: Vec<String>,
+    /// The source file and line of the (first) target, when the bitcode has debug lines.
+    pub target_location: Option<(String, u32)>,
+    /// How many functions with a body were normalised (the analysed function and what a call
+    /// of it can run, see `demand`).
+    pub functions_normalised: usize,
     /// The name `--function` has in `instrumented_bitcode` (`main` is renamed, see
     /// [`REPLAY_MAIN`], so that replay can link its own `main`).
     pub replay_function: String,
@@ -338,6 +344,7 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     let assumptions = assume::compile(&module, function, &options.assumptions, &options.arg_sizes)?;
 
     let resolved = target::resolve(m, function, spec)?;
+    let target_location = resolved.first().and_then(target::source_location);
     debug!(?spec, count = resolved.len(), "target resolved");
     let target_blocks: Vec<String> =
         resolved.iter().map(|t| format!("{}:{}", t.function, t.label)).collect();
@@ -381,20 +388,28 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         llvm::set_value_name(f.as_value_ref(), function);
         f.set_linkage(linkage);
     }
-    // Parameters' C types from the debug information, while the function is as written (the
-    // text of a huge module is not worth printing for this).
-    let c_types = if instrumented_bitcode.len() <= MAX_BITCODE_FOR_C_TYPES {
-        let n = module.get_function(function).map_or(0, |f| f.count_params() as usize);
-        ctypes::param_types(&module.print_to_string().to_string(), function, n)
-    } else {
-        vec![]
-    };
     let replay_function = if function == "main" {
         REPLAY_MAIN.to_string()
     } else if internal.is_some() {
         format!("{STATIC_PREFIX}{function}")
     } else {
         function.to_string()
+    };
+
+    // Only what a call of the function can run is normalised and scanned from here on.
+    let mut roots: Vec<&str> = options.pure_functions.iter().map(String::as_str).collect();
+    if let TargetSpec::Call(callee) = spec {
+        roots.push(callee.as_str());
+    }
+    let dropped = demand::keep_what_can_run(m, function, &roots);
+    debug!(dropped, "functions no call of '{function}' can run left out of the analysis");
+    // Parameters' C types from the debug information, while the function is as written, and
+    // once only what can run is left (the text of a huge module is not worth printing for this).
+    let c_types = if instrumented_bitcode.len() <= MAX_BITCODE_FOR_C_TYPES {
+        let n = module.get_function(function).map_or(0, |f| f.count_params() as usize);
+        ctypes::param_types(&module.print_to_string().to_string(), function, n)
+    } else {
+        vec![]
     };
 
     link_environment_models(&ctx, &module, &declared_functions, tmp.path())?;
@@ -418,6 +433,7 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         TargetSpec::Call(callee) => Some(callee.as_str()),
         _ => None,
     });
+    let functions_normalised = llvm::functions(m).into_iter().filter(|&g| !llvm::is_declaration(g)).count();
     normalize::normalize(&ctx, &module, &keep)?;
     info!("normalised with '{}'", normalize::PIPELINE);
     // Stores that may leave their object: pseudo-targets as well (see `bounds`), with the cut
@@ -478,5 +494,5 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         targets = program.function.target_blocks().len(),
         "lowered '{function}'"
     );
-    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, function_table, replay_function, assumptions, recursion_cut })
+    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, function_table, replay_function, assumptions, recursion_cut, target_location, functions_normalised })
 }

@@ -340,6 +340,20 @@ pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Ve
     }
 }
 
+/// Where the user's source has `t`: the file (as the debug information names it, joined to its
+/// compilation directory when relative) and line of its first instruction with a line.
+pub fn source_location(t: &ResolvedTarget) -> Option<(String, u32)> {
+    let from = t.at.into_iter().chain(llvm::instructions(t.block));
+    for i in from {
+        if let (Some(line), Some(file)) = (llvm::debug_line(i), llvm::debug_file(i)) {
+            let dir = llvm::debug_dir(i);
+            let path = if file.starts_with('/') || dir.is_empty() { file } else { format!("{dir}/{file}") };
+            return Some((path, line));
+        }
+    }
+    None
+}
+
 /// Inserts the marker call into every resolved target block, where the target starts. All blocks
 /// of one spec share the target number `id`.
 pub fn instrument(m: LLVMModuleRef, targets: &[ResolvedTarget], id: u32) {

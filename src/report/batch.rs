@@ -22,6 +22,15 @@ pub struct BatchReport {
     pub skipped: Vec<String>,
 }
 
+/// The text of source line `FILE:LINE`, trimmed (`None` when the file cannot be read).
+fn source_text(location: &str) -> Option<String> {
+    let (file, line) = location.rsplit_once(':')?;
+    let line: usize = line.parse().ok()?;
+    let text = std::fs::read_to_string(file).ok()?;
+    let l = text.lines().nth(line.checked_sub(1)?)?.trim();
+    (!l.is_empty()).then(|| l.to_string())
+}
+
 impl BatchReport {
     fn count(&self, v: Verdict) -> usize {
         self.entries.iter().filter(|e| e.report.verdict == v).count()
@@ -42,9 +51,20 @@ impl BatchReport {
             let how = match e.report.verdict {
                 Verdict::Reachable => format!("replayed ({})", e.report.engine.as_deref().unwrap_or("-")),
                 Verdict::Unreachable => "proof".to_string(),
-                Verdict::Unknown => e.report.reason.chars().take(90).collect(),
+                Verdict::Unknown => e.report.reason.clone(),
             };
             let _ = writeln!(out, "  {:<width$}  {:<11}  {:>6.2}s  {how}", e.target, e.report.verdict.to_string(), secs);
+            // Where the target is, as a `--line` user reads it: the line and its text.
+            if let Some(l) = &e.report.location {
+                match source_text(l) {
+                    Some(text) => {
+                        let _ = writeln!(out, "  {:<width$}  at {l}: {text}", "");
+                    }
+                    None => {
+                        let _ = writeln!(out, "  {:<width$}  at {l}", "");
+                    }
+                }
+            }
         }
         for t in &self.skipped {
             let _ = writeln!(out, "  {t:<width$}  {:<11}  {:>7}  not analysed (the batch was stopped)", "unknown", "-");

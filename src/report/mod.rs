@@ -60,6 +60,12 @@ pub struct Report {
     pub function: String,
     /// What was asked (`block if.then`, `call to reach_error`, ...).
     pub target_spec: String,
+    /// Where the target is in the source: `FILE:LINE` (debug information permitting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// Functions with a body the load normalised (what a call of the function can run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functions_loaded: Option<usize>,
     /// Labels of the target blocks in the analysed (normalised) function.
     pub target: Vec<String>,
     pub verdict: Verdict,
@@ -171,6 +177,8 @@ impl Report {
         Report {
             function: f.name.clone(),
             target_spec,
+            location: None,
+            functions_loaded: None,
             target: f.target_blocks().into_iter().map(|b| f.label(b).to_string()).collect(),
             verdict: Verdict::Unknown,
             reason: String::new(),
@@ -218,6 +226,8 @@ impl Report {
         Report {
             function: function.to_string(),
             target_spec,
+            location: None,
+            functions_loaded: None,
             target: vec![],
             verdict: Verdict::Unknown,
             reason: String::new(),
@@ -349,6 +359,9 @@ impl Report {
         }
         let _ = writeln!(out, "\nfunction: {}", self.function);
         let _ = writeln!(out, "target:   {} (blocks: {})", self.target_spec, self.target.join(", "));
+        if let Some(l) = &self.location {
+            let _ = writeln!(out, "at:       {l}");
+        }
         let _ = writeln!(out, "\nloops ({}):", self.loops.len());
         let loops_shown = if detailed { self.loops.len() } else { SHOWN.min(self.loops.len()) };
         for l in &self.loops[..loops_shown] {

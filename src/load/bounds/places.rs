@@ -244,14 +244,18 @@ impl Places {
         (out_of_view, anywhere)
     }
 
-    /// A fixpoint from `Unseen` upwards: each round can only move a value up the lattice, so a
-    /// few rounds settle it.
+    /// A fixpoint from `Unseen` upwards. A step alone is not monotone (a load through a
+    /// pointer that moved from one object to several is forged, and a loaded pointer forged
+    /// makes the next load's address unknown), so each value is joined with the one it had:
+    /// values only rise, the lattice is finite, and a cycle of loads (a list walked on the
+    /// stack, a ring of nodes) settles in a few rounds.
     fn settle(&mut self, pointers: &[llvm::Value]) {
         loop {
             let mut changed = false;
             for &p in pointers {
-                let now = self.step(p);
-                if self.origin.get(&p).copied().unwrap_or(Origin::Unseen) != now {
+                let old = self.origin.get(&p).copied().unwrap_or(Origin::Unseen);
+                let now = old.join(self.step(p));
+                if old != now {
                     self.origin.insert(p, now);
                     changed = true;
                 }

@@ -23,9 +23,11 @@ build: deps
 
 # Unit tests beside each module and integration tests in tests/ (they compile C with clang-19).
 # Two test threads: each test runs apc-llvm, which races two solver threads of its own.
-# Then a fixed-seed slice of the soundness campaign (under 2 minutes): fails on a wrong verdict.
+# Then the API docs without a warning (broken links), and a fixed-seed slice of the soundness
+# campaign (under 2 minutes): fails on a wrong verdict.
 test: deps
 	cargo test --release -- --test-threads=2
+	RUSTDOCFLAGS=-Dwarnings cargo doc --no-deps
 	scripts/soundness --seed 1 --seconds 80 --jobs 2 --reduce 0
 
 # Analyse the bundled running example of the APC paper.

@@ -98,16 +98,6 @@ fn page_size() -> u64 {
     }
 }
 
-/// The default memory bound: half of the machine's memory (the other half for the replayed
-/// program, the compiler and everything else), at least 1 GiB.
-pub fn default_max_memory() -> u64 {
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
-        .map(|kib| kib * 1024);
-    total.map_or(8 << 30, |t| (t / 2).max(1 << 30))
-}
-
 /// Runs `analysis` (given the shared [`Progress`]) on a worker thread and watches it.
 pub fn run(config: &Config, analysis: fn(&Config, &Progress) -> Result<Report>) -> Bounded {
     let t0 = Instant::now();
@@ -232,11 +222,5 @@ mod tests {
         assert!(b.abandoned);
         let r = b.result.unwrap();
         assert!(r.reason.contains("memory bound") && r.reason.contains("unfolding the loops"), "{}", r.reason);
-    }
-
-    #[test]
-    fn the_default_bound_is_a_fraction_of_the_machine() {
-        let m = default_max_memory();
-        assert!(m >= 1 << 30);
     }
 }

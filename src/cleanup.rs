@@ -108,7 +108,7 @@ pub fn output(cmd: &mut std::process::Command, tmp: &Path) -> std::io::Result<st
 /// interrupted_runs_leave_nothing_behind`, about one run in twelve).
 static RUNS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
-/// Registers a sandboxed run's init for as long as the guard lives (see [`RUNS`]). A run started
+/// Registers a sandboxed run's init for as long as the guard lives (see `RUNS`). A run started
 /// after [`finish`] is killed at once.
 pub struct RunGuard(i32);
 

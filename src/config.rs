@@ -99,7 +99,7 @@ impl Config {
             max_models: 8,
             engines: EngineKind::DEFAULT.to_vec(),
             late_engines: EngineKind::LATE_DEFAULT.to_vec(),
-            max_memory: crate::backstop::default_max_memory(),
+            max_memory: default_max_memory(),
             recursion_depth: crate::load::recursion::DEFAULT_DEPTH,
             extra_inputs: vec![],
             compile_commands: None,
@@ -135,4 +135,25 @@ impl Config {
 /// two or more threads), at least one.
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
+
+/// The default memory bound: half of the machine's memory (the other half for the replayed
+/// program, the compiler and everything else), at least 1 GiB.
+pub fn default_max_memory() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+        .map(|kib| kib * 1024);
+    total.map_or(8 << 30, |t| (t / 2).max(1 << 30))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_bound_is_a_fraction_of_the_machine() {
+        let m = default_max_memory();
+        assert!(m >= 1 << 30);
+    }
 }

@@ -1,7 +1,7 @@
 //! apc-llvm: can execution reach this basic block, and with which input?
 //!
 //! The pipeline (see `ARCHITECTURE.md`):
-//! [`load`] → [`ir`] → [`cfg`] → symbolic execution and loop summaries → APC → solve → witness →
+//! [`load`] → [`ir`] → [`cfg`](mod@cfg) → symbolic execution and loop summaries → APC → solve → witness →
 //! replay → [`report`]. [`analysis::run`] drives it.
 
 pub mod analysis;
@@ -19,6 +19,7 @@ pub mod fuzz;
 pub mod ir;
 pub mod jailfs;
 pub mod load;
+pub mod ops;
 pub mod priority;
 pub mod replay;
 pub mod report;

@@ -26,10 +26,6 @@ fn reach(function: &str, what: &str) -> Value {
     r
 }
 
-fn input<'a>(r: &'a Value, name: &str) -> &'a Value {
-    r["witness"]["inputs"].as_array().unwrap().iter().find(|i| i["name"] == name).unwrap_or_else(|| panic!("no input {name}: {r:#}"))
-}
-
 #[test]
 fn a_static_helper_is_analysed_and_replayed() {
     let r = json_report(&lib(), &["--function", "is_key_char", "--line", &line_of(&lib(), "underscore"), "--timeout", "60"]);

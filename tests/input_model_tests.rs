@@ -7,11 +7,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-/// The witness input named `name`.
-fn input<'a>(r: &'a Value, name: &str) -> &'a Value {
-    r["witness"]["inputs"].as_array().and_then(|a| a.iter().find(|i| i["name"] == name)).unwrap_or_else(|| panic!("no input '{name}': {r:#}"))
-}
-
 const SIZE_QUERY: &str = "#include <stddef.h>\n\
 int decode(const char *in, char *out, size_t len) {\n\
   size_t n = len / 4 * 3;\n\

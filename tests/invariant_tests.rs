@@ -13,9 +13,7 @@ const HEADER: &str = "extern void reach_error(void);\n\
                       extern unsigned __VERIFIER_nondet_uint(void);\n";
 
 fn reach(name: &str, src: &str, function: &str, extra: &[&str]) -> Value {
-    let mut args = vec!["--function", function, "--call", "reach_error"];
-    args.extend_from_slice(extra);
-    analyse(name, &format!("{HEADER}{src}"), &args)
+    common::reach(name, &format!("{HEADER}{src}"), function, extra)
 }
 
 /// Every loop's invariants, as the JSON report lists them.

@@ -7,9 +7,7 @@ use serde_json::Value;
 const HEADER: &str = "extern void reach_error(void);\n";
 
 fn reach(name: &str, src: &str, function: &str, extra: &[&str]) -> Value {
-    let mut args = vec!["--function", function, "--call", "reach_error"];
-    args.extend_from_slice(extra);
-    analyse(name, &format!("{HEADER}{src}"), &args)
+    common::reach(name, &format!("{HEADER}{src}"), function, extra)
 }
 
 fn the_loop<'a>(r: &'a Value, entry: &str) -> &'a Value {

@@ -6,12 +6,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-fn assert_reachable(r: &Value) {
-    assert_eq!(r["verdict"], "reachable", "{r:#}");
-    assert_eq!(r["witness"]["replayed"], true, "{r:#}");
-    assert_eq!(r["witness"]["reached"], true, "{r:#}");
-}
-
 /// The recursive-descent parser of nested brackets of tests/data/config_lib.c
 /// (`value := '[' value* ']' | digit`), with its target at nesting `deep`.
 fn brackets(name: &str, deep: u32) -> (CProgram, String) {

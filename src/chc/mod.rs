@@ -415,7 +415,7 @@ pub struct Transitions {
 const MAX_STATE_CELLS: usize = 2_000_000;
 
 /// Encodes `f` in `theory`; `None` when no block is a target, or when the function is too
-/// large to encode ([`MAX_STATE_CELLS`]).
+/// large to encode (`MAX_STATE_CELLS`).
 pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
     let t = transitions(f, theory)?;
     let sorts: Vec<String> = t.state.iter().map(|(_, w)| theory.sort(*w)).collect();

@@ -223,7 +223,7 @@ impl<'a> Executor<'a> {
     /// then hold that pointer, so later loads see the same buffer.
     fn lazy_pointee(&mut self, st: &mut DseState, obj: u32, offset: u64) -> Option<Val> {
         let (arr, depth) = self.input_array(st, obj)?;
-        if depth >= crate::fuzz::input::MAX_DEPTH {
+        if depth >= crate::witness::MAX_POINTEE_DEPTH {
             return None;
         }
         let parent = &st.objects[obj as usize];

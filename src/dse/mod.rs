@@ -59,7 +59,7 @@ impl DseConfig {
 pub struct DseStats {
     pub states_explored: u64,
     pub states_pruned_by_apc: u64,
-    /// States whose own constants rule every target out ([`reach::distance`]; exact).
+    /// States whose own constants rule every target out (`reach::distance`; exact).
     pub states_pruned_by_values: u64,
     pub solver_calls: u64,
     /// Path queries answered by a model of an earlier query (no solver call).

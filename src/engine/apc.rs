@@ -486,7 +486,7 @@ impl ApcSearch {
         // An APC that alternates quantifiers leaves the first moments to the searches (see
         // `APC_YIELD`).
         if alternating {
-            let at_most = Duration::from_millis(crate::priority::tune("APC_YIELD_MS", super::APC_YIELD.as_millis() as u64));
+            let at_most = Duration::from_millis(crate::priority::tune("APC_YIELD_MS", super::schedule::APC_YIELD.as_millis() as u64));
             let waited = cx.yield_to_searches(at_most);
             if !waited.is_zero() {
                 tracing::debug!(?waited, "the APC alternates quantifiers: its solvers waited for the searches");

@@ -3,6 +3,7 @@
 //! and by a dictionary of the program's comparison constants and string literals. It never
 //! proves anything: a target it cannot reach leaves the verdict to the other engines.
 
+use super::schedule::{BUILD_HOLD, BUILD_HOLD_CAP, BUILD_YIELD_NICE, FULL_PRIORITY_FUZZING, LATER_NICE, PLATEAU};
 use super::{Context, Engine, EngineKind, EngineResult, Finding};
 use crate::fuzz::{CmpConstant, FuzzEnd, FuzzLimits, Fuzzer, Live};
 use crate::ir::{InstKind, Operand, Program, Terminator, Ty};
@@ -13,28 +14,11 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long the fuzzer runs at the priority of the other engines when it is not alone, from
-/// its start; after it, only while it gains coverage (see [`PLATEAU`]). Where the fuzzer wins
-/// on `c-benchmarks/`, it wins within a second or two of fuzzing (nav_fig1 0.7 s, wp_windriver
-/// 0.65 s) and gains coverage all along; on an unreachable target it can only take the proofs'
-/// CPU.
-const FULL_PRIORITY_FUZZING: Duration = Duration::from_millis(1500);
-/// How long the fuzzer may go without new coverage (libFuzzer's `NEW` units) before it drops
-/// to [`LATER_NICE`], past [`FULL_PRIORITY_FUZZING`]. At that nice value, in a scheduling group
-/// of its own beside the analysis, it gets a few percent of a core: eqcnt's fuzzer (before the
-/// zero-data seeds), lowered after 1.5 s while still gaining coverage every 0.1-0.3 s, ran 189
-/// inputs in 18 s and did not reach the target in 4 runs of 5 (alone: 3,481 inputs, 2.1 s).
-const PLATEAU: Duration = Duration::from_millis(2000);
-/// Nice value of the fuzzer's scheduling group once it has stopped gaining coverage, beside
-/// other witness searches (never when only provers remain: see
-/// [`crate::engine::Context::other_witness_searches`]).
-const LATER_NICE: libc::c_int = 10;
-
 pub struct FuzzEngine {
     /// The fuzzing executable, built on its own thread since load time.
     pub build: Option<JoinHandle<crate::error::Result<Fuzzer>>>,
     /// The build thread's id (0 until it has started): lowered while the APC's quick check
-    /// runs (see [`set_build_priority`]).
+    /// runs (see `set_build_priority`).
     pub build_tid: std::sync::Arc<std::sync::atomic::AtomicI32>,
     pub dictionary: Vec<Vec<u8>>,
     /// Values of the constant-fill seeds: the comparison constants and their neighbours.
@@ -43,7 +27,7 @@ pub struct FuzzEngine {
     pub alone: bool,
     /// The build's helper processes (the link), killed once the race no longer needs it.
     pub abandon: std::sync::Arc<crate::cleanup::Abandon>,
-    /// Set when the build may start (see [`BUILD_HOLD`]); from the start when alone.
+    /// Set when the build may start (see `BUILD_HOLD`); from the start when alone.
     pub may_start: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// libFuzzer's first seed (`--seed`): the same seed repeats the same search.
     pub seed: u64,
@@ -144,28 +128,6 @@ fn set_build_priority(tid: i32, from: i32, to: i32) {
         unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, to) };
     }
 }
-
-/// How long the fuzzing build waits, from the race's start, for the APC's quick check to
-/// start; once it has, the build waits until the check ends, and [`BUILD_HOLD_CAP`] at most
-/// in all. The quick check (the APC without its quantifiers, then the APC itself when it does
-/// not alternate quantifiers: see `engine::apc`) is the whole run of the rows the apc engine
-/// decides in tens of milliseconds (OneLoop's and TwoLoops' proofs, unsigned_wrap's model);
-/// the build's code generation beside it (lowered, but in the same process: its allocations
-/// and page faults, on two cores that also carry the replay build) made those rows 1.3-1.5x
-/// slower in the portfolio than the apc engine alone. Held, interleaved medians of 7-9 runs:
-/// oneloop 0.047 -> 0.040 s, twoloops 0.052 -> 0.042, unsigned_wrap 0.088 -> 0.074; the rows
-/// the fuzzer wins moved within the noise (eqcnt 0.114 -> 0.120, hw 0.199 -> 0.202, ai_listing1
-/// 0.141 -> 0.146, wp_hello 0.167 -> 0.178, hello 0.113 -> 0.110), as their APC takes longer
-/// than the hold to build. A hold of 10 ms cost those rows 20-30 ms.
-const BUILD_HOLD: Duration = Duration::from_millis(3);
-/// The longest the fuzzing build waits for the quick check: past the quick proofs of
-/// `c-benchmarks/` (16-33 ms from the race's start) and unsigned_wrap's model (38 ms).
-const BUILD_HOLD_CAP: Duration = Duration::from_millis(40);
-
-/// Nice value of the fuzzing build while the APC's quick check runs (see
-/// [`super::Context::quick_check`]): a value no other thread of the portfolio uses, so that
-/// what the build started meanwhile is found again when it is raised.
-const BUILD_YIELD_NICE: libc::c_int = 11;
 
 impl Engine for FuzzEngine {
     fn kind(&self) -> EngineKind {
@@ -310,7 +272,7 @@ const MAX_FILLS: usize = 64;
 
 /// Values of the constant-fill seeds: each comparison constant `c` and `c ± 1` (a strict
 /// comparison's first value inside), in the program's order, without repeats, at most
-/// [`MAX_FILLS`]. Zero is left out: libFuzzer starts from the empty input, which reads zeros.
+/// `MAX_FILLS`. Zero is left out: libFuzzer starts from the empty input, which reads zeros.
 pub fn fill_values(constants: &[CmpConstant]) -> Vec<u64> {
     let mut out: Vec<u64> = vec![];
     for c in constants {

@@ -15,7 +15,7 @@
 //! 0 or the sign fill), memory as arrays of bytes, loads and stores little-endian.
 
 use super::{children_of, Expr, ExprId, ExprPool, Sort};
-use crate::ir::IntPredicate;
+use crate::ops::IntPredicate;
 use std::collections::HashMap;
 use std::rc::Rc;
 

@@ -20,7 +20,7 @@ pub(crate) use pool::fold_cmp;
 pub use print::Printer;
 pub use subst::{alternates_quantifiers, mentions, quantified, visit, without_quantifiers, Substitution};
 
-use crate::ir::IntPredicate;
+use crate::ops::IntPredicate;
 use std::sync::Arc;
 
 /// A handle to an expression in an [`ExprPool`].
@@ -48,7 +48,7 @@ impl Sort {
 
 /// Bit-vector operations: the IR's binary operators, with LLVM semantics (wrapping; division by
 /// zero is left to the SMT semantics, which is sound because no native run survives it).
-pub use crate::ir::BinOp as BvOp;
+pub use crate::ops::BinOp as BvOp;
 
 /// What a symbol stands for; decides how it is named and printed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -1,7 +1,7 @@
 //! The expression arena: interning (hash-consing) plus simplifying smart constructors.
 
 use super::{mask, to_signed, BvOp, Expr, ExprId, Sort, SymbolKind};
-use crate::ir::IntPredicate;
+use crate::ops::IntPredicate;
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! counters, ⋆, ite(·,·,·), ∀, ∃, ∧, ∨, ¬. Signed/unsigned operators carry a subscript letter.
 
 use super::{to_signed, BvOp, Expr, ExprId, ExprPool, SymbolKind};
-use crate::ir::IntPredicate;
+use crate::ops::IntPredicate;
 use std::fmt::Write;
 
 /// Prints expressions of one pool; output longer than `max_len` is cut with "…".

@@ -190,7 +190,7 @@ pub fn visit(pool: &ExprPool, root: ExprId, mut f: impl FnMut(ExprId, &super::Ex
 mod tests {
     use super::*;
     use crate::expr::{BvOp, Expr, Sort, SymbolKind};
-    use crate::ir::IntPredicate;
+    use crate::ops::IntPredicate;
 
     #[test]
     fn substitution_is_simultaneous() {

@@ -16,10 +16,10 @@
 //! * **Faults and hangs of the program are not crashes either**: `SIGSEGV`, `SIGBUS`, `SIGFPE`
 //!   and `SIGABRT` (handled on an alternate stack, so stack overflows too), a work budget (the
 //!   program's object calls [`WORK_TICK`] at every function entry and loop iteration, see
-//!   `replay::codegen::insert_work_ticks`; past [`WORK_TICKS`] the input is abandoned, at the
+//!   `replay::codegen::insert_work_ticks`; past `WORK_TICKS` the input is abandoned, at the
 //!   same point on any machine under any load) and, behind it, a CPU-time tick (`ITIMER_VIRTUAL`,
 //!   no system call per input) that abandons an input running for about a quarter second
-//!   ([`HANG_TICKS`]: loops the budget does not see, inside the C library) jump back the same
+//!   (`HANG_TICKS`: loops the budget does not see, inside the C library) jump back the same
 //!   way, and the input is rejected (`-1`:
 //!   kept out of the corpus, so mutations do not keep returning to it). libFuzzer is told to leave those signals alone
 //!   ([`OWN_SIGNALS`]); otherwise every such input would stop it, and its compare tracing leads
@@ -41,7 +41,8 @@
 //!   libFuzzer then saves as its crash decodes without a second run of the fuzzer (whose
 //!   start-up, libFuzzer's tables, cost about 25 ms).
 
-use super::input::{nondet_size, InputLayout, ParamSlot, BUFFER_SLACK, MAX_BUFFERS, MAX_BUFFER_DATA, NULL_LENGTH, MAX_DEPTH, MAX_SLOTS, MAX_TRACED_CALLS};
+use super::input::{nondet_size, InputLayout, ParamSlot, BUFFER_SLACK, MAX_BUFFERS, MAX_BUFFER_DATA, NULL_LENGTH, MAX_SLOTS, MAX_TRACED_CALLS};
+use crate::witness::MAX_POINTEE_DEPTH;
 use crate::ir::{ParamExt, Ty};
 use crate::load::TARGET_MARKER;
 use crate::replay::driver::{DriverSpec, Passing};
@@ -190,7 +191,7 @@ pub fn generate(spec: &DriverSpec, layout: &InputLayout) -> String {
     );
     let _ = writeln!(
         out,
-        "#define APC_SLACK {BUFFER_SLACK}\n#define APC_NULL_LENGTH {NULL_LENGTH}\n#define APC_NFUNCTIONS {nfunctions}ul\n#define APC_MAX_DATA {MAX_BUFFER_DATA}\n#define APC_MAX_BUFFERS {MAX_BUFFERS}\n#define APC_MAX_DEPTH {MAX_DEPTH}\n#define APC_MAX_SLOTS {MAX_SLOTS}\n#define APC_SHAPE_MAX {SHAPE_MAX_WORDS}\n#define APC_TICK_USEC {TICK_USEC}\n#define APC_HANG_TICKS {HANG_TICKS}\n#define APC_MAX_CALLS {MAX_TRACED_CALLS}\n#define APC_WORK_TICKS {WORK_TICKS}ULL\n#define APC_BUF_BYTES (((APC_MAX_DATA + APC_SLACK) + 15) & ~15)",
+        "#define APC_SLACK {BUFFER_SLACK}\n#define APC_NULL_LENGTH {NULL_LENGTH}\n#define APC_NFUNCTIONS {nfunctions}ul\n#define APC_MAX_DATA {MAX_BUFFER_DATA}\n#define APC_MAX_BUFFERS {MAX_BUFFERS}\n#define APC_MAX_DEPTH {MAX_POINTEE_DEPTH}\n#define APC_MAX_SLOTS {MAX_SLOTS}\n#define APC_SHAPE_MAX {SHAPE_MAX_WORDS}\n#define APC_TICK_USEC {TICK_USEC}\n#define APC_HANG_TICKS {HANG_TICKS}\n#define APC_MAX_CALLS {MAX_TRACED_CALLS}\n#define APC_WORK_TICKS {WORK_TICKS}ULL\n#define APC_BUF_BYTES (((APC_MAX_DATA + APC_SLACK) + 15) & ~15)",
         nfunctions = spec.functions.len()
     );
     // Only the signal API: declarations, nothing the program could define.

@@ -32,7 +32,7 @@
 use crate::ir::{Function, Ty};
 use crate::replay::driver::{argc_clamped, argv_strings, DriverSpec};
 use crate::symex::nondet_c_type;
-use crate::witness::{ParamInput, Pointee, SlotValue, Witness};
+use crate::witness::{ParamInput, Pointee, SlotValue, Witness, MAX_POINTEE_DEPTH};
 
 pub use crate::witness::BUFFER_SLACK;
 
@@ -46,8 +46,6 @@ pub const FUNCTION_LENGTH: u8 = 248;
 pub const NULL_LENGTH: u8 = 255;
 /// Most bytes a fuzzed buffer holds in front of its address (a header read at `s[-1]`).
 pub const MAX_FRONT: u64 = 64;
-/// Deepest pointee nesting a shape may have (the analysis recognises depth ≤ 3 as well).
-pub const MAX_DEPTH: usize = 3;
 /// Most pointer slots of one buffer.
 pub const MAX_SLOTS: usize = 8;
 /// Most buffers one input lays out (parameter buffers and pointees); the driver's arena.
@@ -94,7 +92,7 @@ impl Shape {
     /// bounds (`budget`: buffers still free). Slots that can never fit a decoded buffer are left
     /// out.
     fn merge(&mut self, pointees: &[Pointee], depth: usize, budget: &mut usize) {
-        if depth >= MAX_DEPTH {
+        if depth >= MAX_POINTEE_DEPTH {
             return;
         }
         for p in pointees {
@@ -115,7 +113,7 @@ impl Shape {
     }
 
     fn words(&self, depth: usize, out: &mut Vec<u64>) {
-        if depth >= MAX_DEPTH {
+        if depth >= MAX_POINTEE_DEPTH {
             return;
         }
         out.push(self.slots.len() as u64);
@@ -238,7 +236,7 @@ impl InputLayout {
                     // The strings as pointees of an array of argc + 1 null pointers, as an APC
                     // model gives them (replay passes them, see `replay::driver`).
                     let pointees = (1..argc)
-                        .map(|k| Pointee::buffer(8 * k as u64, r.buffer(&Shape::default(), MAX_DEPTH, true).0, vec![]))
+                        .map(|k| Pointee::buffer(8 * k as u64, r.buffer(&Shape::default(), MAX_POINTEE_DEPTH, true).0, vec![]))
                         .collect();
                     ParamInput::Buffer { name: name.clone(), bytes: vec![0; 8 * (argc + 1)], pointees, front: 0 }
                 }
@@ -293,7 +291,7 @@ impl InputLayout {
                     for arg in argv_strings(w).iter().skip(1) {
                         let arg = arg.as_deref().unwrap_or(&[]);
                         let end = arg.iter().position(|b| *b == 0).unwrap_or(arg.len());
-                        encode_buffer(&arg[..end], &[], &Shape::default(), MAX_DEPTH, &mut out, &self.functions);
+                        encode_buffer(&arg[..end], &[], &Shape::default(), MAX_POINTEE_DEPTH, &mut out, &self.functions);
                     }
                 }
                 (ParamSlot::Buffer { front: slot_front, .. }, Some(ParamInput::Buffer { bytes, pointees, front, .. })) if front == slot_front => {
@@ -425,7 +423,7 @@ fn encode_node(contents: Option<(&[u8], &[Pointee])>, holds: Option<&SlotValue>,
             out.extend_from_slice(data);
         }
     }
-    if depth >= MAX_DEPTH {
+    if depth >= MAX_POINTEE_DEPTH {
         return;
     }
     for (offset, sub) in &shape.slots {
@@ -476,7 +474,7 @@ impl Reader<'_> {
         }
         let mut bytes: Vec<u8> = (0..len).map(|_| self.take(1) as u8).collect();
         bytes.resize(len + BUFFER_SLACK, 0);
-        let slots: &[(u64, Shape)] = if depth < MAX_DEPTH { &shape.slots } else { &[] };
+        let slots: &[(u64, Shape)] = if depth < MAX_POINTEE_DEPTH { &shape.slots } else { &[] };
         let pointees = slots
             .iter()
             .take(MAX_SLOTS)

@@ -3,7 +3,7 @@
 //! [`Fuzzer::build`] compiles the instrumented bitcode once with coverage and compare tracing
 //! (`-fsanitize=fuzzer-no-link`) and links it with a generated driver ([`cdriver`]) that
 //! decodes libFuzzer's bytes into the inputs replay uses ([`input`]). libFuzzer itself comes as
-//! a shared object linked once into the toolchain cache ([`shared_runtime`]): the executable is
+//! a shared object linked once into the toolchain cache (`shared_runtime`): the executable is
 //! then a dynamic link of two small objects, about 10 ms instead of 50 for a static link of
 //! libFuzzer, libstdc++ and libc, and each session's jail gets the C library and the loader
 //! beside it (copied once per build, hard-linked per session). Without the cache it is linked

@@ -5,6 +5,7 @@
 //! are gone: `getelementptr` is lowered to byte arithmetic ([`InstKind::PtrOffset`]) using the
 //! module's data layout, so memory is a flat sequence of bytes per object.
 
+pub use crate::ops::{BinOp, IntPredicate};
 use std::fmt;
 
 /// An SSA value of the analysed function: a parameter or an instruction result.
@@ -70,74 +71,6 @@ pub enum Operand {
     Undef(Ty),
     /// A constant the loader cannot represent (float constants, exotic constant expressions).
     Unknown(Ty),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BinOp {
-    Add,
-    Sub,
-    Mul,
-    UDiv,
-    SDiv,
-    URem,
-    SRem,
-    Shl,
-    LShr,
-    AShr,
-    And,
-    Or,
-    Xor,
-}
-
-impl BinOp {
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum IntPredicate {
-    Eq,
-    Ne,
-    Ugt,
-    Uge,
-    Ult,
-    Ule,
-    Sgt,
-    Sge,
-    Slt,
-    Sle,
-}
-
-impl IntPredicate {
-    pub fn negate(self) -> Self {
-        use IntPredicate::*;
-        match self {
-            Eq => Ne,
-            Ne => Eq,
-            Ugt => Ule,
-            Uge => Ult,
-            Ult => Uge,
-            Ule => Ugt,
-            Sgt => Sle,
-            Sge => Slt,
-            Slt => Sge,
-            Sle => Sgt,
-        }
-    }
-
-    /// The predicate with its operands exchanged: `a p b` is `b p.swapped() a`.
-    pub fn swapped(self) -> Self {
-        use IntPredicate::*;
-        match self {
-            Ugt => Ult,
-            Uge => Ule,
-            Ult => Ugt,
-            Ule => Uge,
-            Sgt => Slt,
-            Sge => Sle,
-            Slt => Sgt,
-            Sle => Sge,
-            Eq | Ne => self,
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -311,7 +244,7 @@ fn is_length_name(name: &str) -> bool {
 }
 
 /// `(buffer parameter, length parameter)` index pairs among `params` (name, type): an integer
-/// parameter named like a length (see [`is_length_name`]) tied to the nearest pointer parameter
+/// parameter named like a length (see `is_length_name`) tied to the nearest pointer parameter
 /// before it (`char *s, size_t len`; `const uint8_t *buf, int n`), else after it; one length
 /// per buffer. Witnesses size buffers by them, and `--arg-size` bounds them.
 pub fn length_ties(params: &[(&str, &Ty)]) -> Vec<(usize, usize)> {
@@ -533,15 +466,6 @@ impl Program {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn predicate_negation_is_an_involution() {
-        use IntPredicate::*;
-        for p in [Eq, Ne, Ugt, Uge, Ult, Ule, Sgt, Sge, Slt, Sle] {
-            assert_eq!(p.negate().negate(), p);
-            assert_ne!(p.negate(), p);
-        }
-    }
 
     #[test]
     fn switch_successors_keep_default_first() {

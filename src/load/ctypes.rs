@@ -126,8 +126,8 @@ fn pointee_int_type(nodes: &HashMap<&str, &str>, id: &str) -> Option<CType> {
 }
 
 /// Per parameter of `function` (defined in this module), in order: its C integer type (see
-/// [`int_type`]; for a pointer, the integer type it points to, which says how its buffer is
-/// shown) and, for a pointer, the size of what it points to (see [`pointee_size`]).
+/// `int_type`; for a pointer, the integer type it points to, which says how its buffer is
+/// shown) and, for a pointer, the size of what it points to (see `pointee_size`).
 /// `None`s when the module has no debug information for it.
 pub fn param_types(module_text: &str, function: &str, params: usize) -> Vec<(Option<CType>, Option<u64>)> {
     let none = || vec![(None, None); params];

@@ -4,7 +4,7 @@
 //! unknown external (⋆): sound, but nothing that happens inside it, a target two levels down a
 //! recursive-descent parser say, could ever be found. Here every function of a call cycle gets
 //! `depth` copies, `f.apc.rec1` … `f.apc.recD`. A call that closes a cycle (a back edge of a
-//! depth-first walk of the call graph, see [`back_edges`]) goes one copy deeper: from the
+//! depth-first walk of the call graph, see `back_edges`) goes one copy deeper: from the
 //! original to copy 1, from copy `d` to copy `d + 1`, and from the last copy to `f.apc.cut`, a
 //! declaration without a body; other calls among them stay within their copy. The module is then acyclic and inlines like any other; a cut call is an unknown call
 //! (⋆ result, reachable memory havocked), exactly as the whole recursive call was before.
@@ -13,7 +13,7 @@
 //! past the cut. When the recursive function can reach the target (it or a function it calls
 //! contains the target marker, or it calls through a pointer), or may write memory outside its
 //! own scalar locals (a write past its local array lands in its caller's frame, see
-//! [`may_write_outside_scalars`]), the target marker is put before each cut call: an
+//! `may_write_outside_scalars`), the target marker is put before each cut call: an
 //! `unreachable` proof then also shows that no execution gets that deep, so it holds for every
 //! depth. A model that only reaches a cut site is replayed natively like any
 //! other, on the real program, which has neither copies nor cut markers: it counts as `reachable`

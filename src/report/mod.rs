@@ -2,6 +2,9 @@
 
 pub mod batch;
 pub mod emit;
+pub mod engines;
+
+pub use engines::{EngineSummary, Invariant};
 
 use crate::cfg::{Node, Structure};
 use crate::ir::Function;
@@ -116,11 +119,11 @@ pub struct Report {
     /// The engine whose finding decided the verdict, if one did.
     pub engine: Option<String>,
     /// What each engine of the portfolio did.
-    pub engines: BTreeMap<String, crate::engine::EngineSummary>,
+    pub engines: BTreeMap<String, EngineSummary>,
     /// The inductive invariants of an `unreachable` proved by invariants (the `chc` engine):
     /// per block, the formula that holds whenever the block is entered.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub invariants: Vec<crate::engine::Invariant>,
+    pub invariants: Vec<Invariant>,
 }
 
 /// The inputs of a model and what their native replay did.

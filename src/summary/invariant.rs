@@ -458,7 +458,7 @@ fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates:
 /// The values of `parts` under a concrete assignment that satisfies `query`, when trying a few
 /// finds one (see [`crate::expr::eval`]) and every part can be evaluated in it.
 fn by_trial(pool: &ExprPool, query: ExprId, parts: &[ExprId]) -> Option<Vec<bool>> {
-    let mut model = crate::expr::eval::model_by_trial(pool, query, super::TRIALS)?;
+    let mut model = crate::expr::eval::model_by_trial(pool, query, super::budget::TRIALS)?;
     parts.iter().map(|&p| model.holds(pool, p)).collect()
 }
 
@@ -535,7 +535,7 @@ fn each_preserved(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut cand
 /// Most solver time for inference per analysis, apart from the other summary checks.
 const BUDGET: Duration = Duration::from_millis(2500);
 
-/// Budget for inference per analysis: [`BUDGET`], at most an eighth of the analysis's `timeout`.
+/// Budget for inference per analysis: `BUDGET`, at most an eighth of the analysis's `timeout`.
 pub fn budget_within(timeout: Option<Duration>) -> super::CheckBudget {
     super::CheckBudget::with(timeout.map_or(BUDGET, |t| BUDGET.min(t / 8)))
 }

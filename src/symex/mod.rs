@@ -9,7 +9,7 @@ mod calls;
 mod state;
 
 pub use calls::nondet_c_type;
-pub use state::{Inputs, ObjectId, ObjectInfo, ObjectKind, PureCall, State, SymVal};
+pub use state::{Inputs, MAX_POINTEE_DEPTH, ObjectId, ObjectInfo, ObjectKind, PureCall, State, SymVal};
 
 
 use crate::expr::{BvOp, ExprId, ExprPool, Sort};

@@ -24,8 +24,9 @@ pub enum ObjectKind {
     Pointee { parent: ObjectId, offset: u64 },
 }
 
-/// Deepest chain of pointees (`**p`) a witness builds.
-const MAX_POINTEE_DEPTH: usize = 3;
+/// Deepest chain of pointees (`**p`) a witness builds: the analysis, the DSE's lazy pointees and
+/// the fuzzer's shapes all stop there (they use it as [`crate::witness::MAX_POINTEE_DEPTH`]).
+pub const MAX_POINTEE_DEPTH: usize = 3;
 /// Largest byte offset of a pointer slot in an input buffer that gets a pointee.
 const MAX_POINTEE_SLOT: u64 = 1 << 12;
 

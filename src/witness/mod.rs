@@ -51,6 +51,10 @@ pub enum SlotValue {
     Function(String),
 }
 
+/// Deepest chain of pointees a witness holds. Defined beside the symbolic state, which is below
+/// this module and stops there too.
+pub use crate::symex::MAX_POINTEE_DEPTH;
+
 /// A buffer whose address is stored at byte `offset` of the enclosing buffer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Pointee {

@@ -158,3 +158,22 @@ pub fn compile_bitcode(p: &CProgram) -> PathBuf {
     assert!(st.success(), "clang failed on {}", p.path.display());
     bc
 }
+
+/// Analyses `source` for a call of `reach_error` in `function`, with `extra` options.
+pub fn reach(name: &str, source: &str, function: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["--function", function, "--call", "reach_error"];
+    args.extend_from_slice(extra);
+    analyse(name, source, &args)
+}
+
+/// `reachable`, backed by a native run that entered the target.
+pub fn assert_reachable(r: &Value) {
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["replayed"], true, "{r:#}");
+    assert_eq!(r["witness"]["reached"], true, "{r:#}");
+}
+
+/// The witness's input named `name`.
+pub fn input<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["witness"]["inputs"].as_array().and_then(|a| a.iter().find(|i| i["name"] == name)).unwrap_or_else(|| panic!("no input '{name}': {r:#}"))
+}

@@ -725,7 +725,25 @@ impl ApcBuildJob {
         let structure = match self.structure {
             Some(s) => s,
             None => {
-                let s = Structure::compute(self.graph, self.limits);
+                // On a thread with the analysis thread's stack: the enumeration recurses as deep
+                // as the function is long (a 500 KB straight line), beyond an engine thread's.
+                let (graph, limits) = (self.graph, self.limits);
+                let s = std::thread::scope(|scope| {
+                    std::thread::Builder::new()
+                        .name("enumerate-paths".into())
+                        .stack_size(1 << 30)
+                        .spawn_scoped(scope, move || Structure::compute(graph, limits))
+                        .map(|h| h.join())
+                });
+                let s = match s {
+                    Ok(Ok(s)) => s,
+                    _ => {
+                        if let Some(g) = &self.guide {
+                            g.set(None);
+                        }
+                        return (d, Err("the paths to the target could not be enumerated".into()));
+                    }
+                };
                 info!(backbones = s.backbones.len(), loops = s.loops.len(), "loop structure computed");
                 d.timings.push(("enumerate_paths", tc.elapsed().as_secs_f64()));
                 s

@@ -382,6 +382,18 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             eprintln!("apc-llvm: replay files kept in {}", rp.dir().display());
         }
     }
+    // The loops and paths for the report when the race ended before the APC's build had
+    // enumerated them (the fuzzer found the witness first): within a short budget.
+    if eager_structure.is_none() && report.backbone_count == 0 && report.loops.is_empty() {
+        let deadline = (t0 + config.timeout).min(Instant::now() + std::time::Duration::from_millis(200));
+        if let Some(s) = enumerate_paths(graph.clone(), Limits { max_backbones: config.max_backbones, deadline: Some(deadline) }) {
+            let skeleton = Report::new(f, String::new(), &s);
+            report.loops = skeleton.loops;
+            report.backbones = skeleton.backbones;
+            report.backbone_count = skeleton.backbone_count;
+            report.truncated = skeleton.truncated;
+        }
+    }
     report.timings.insert("total".into(), t0.elapsed().as_secs_f64());
     Ok(report)
 }
@@ -674,6 +686,20 @@ impl BuildRun {
 
 /// The APC's build: hands the guide to the DSE as soon as it is ready, and returns what the
 /// report says of the APC, and the APC for the apc engine.
+/// The loop structure of `graph` on a thread with the analysis thread's stack: the enumeration
+/// recurses as deep as the function is long (a 500 KB straight line), beyond an engine
+/// thread's. `None` when that thread could not run.
+fn enumerate_paths(graph: Flowgraph, limits: Limits) -> Option<Structure> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("enumerate-paths".into())
+            .stack_size(1 << 30)
+            .spawn_scoped(scope, move || Structure::compute(graph, limits))
+            .ok()
+            .and_then(|h| h.join().ok())
+    })
+}
+
 struct ApcBuildJob {
     program: crate::ir::Program,
     /// The flowgraph, whose loop structure the job computes (unless `structure` has it).
@@ -727,17 +753,9 @@ impl ApcBuildJob {
             None => {
                 // On a thread with the analysis thread's stack: the enumeration recurses as deep
                 // as the function is long (a 500 KB straight line), beyond an engine thread's.
-                let (graph, limits) = (self.graph, self.limits);
-                let s = std::thread::scope(|scope| {
-                    std::thread::Builder::new()
-                        .name("enumerate-paths".into())
-                        .stack_size(1 << 30)
-                        .spawn_scoped(scope, move || Structure::compute(graph, limits))
-                        .map(|h| h.join())
-                });
-                let s = match s {
-                    Ok(Ok(s)) => s,
-                    _ => {
+                let s = match enumerate_paths(self.graph, self.limits) {
+                    Some(s) => s,
+                    None => {
                         if let Some(g) = &self.guide {
                             g.set(None);
                         }

@@ -5,7 +5,6 @@
 
 mod common;
 use common::*;
-use serde_json::Value;
 
 const SIZE_QUERY: &str = "#include <stddef.h>\n\
 int decode(const char *in, char *out, size_t len) {\n\
@@ -87,12 +86,8 @@ fn a_null_defaulting_hook_field_is_null_or_a_function_by_name() {
     // One call of the hook counts once: never twice.
     let r = json_report(&p.path, &["--function", "load", "--line", "hooks.c:13", "--timeout", "20"]);
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
-    let assumptions = super_strings(&r["assumptions"]);
+    let assumptions = strings(&r["assumptions"]);
     assert!(assumptions.iter().any(|a| a.contains("globals hold their initial values")), "{r:#}");
-}
-
-fn super_strings(v: &Value) -> Vec<String> {
-    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
 }
 
 #[test]
@@ -151,7 +146,7 @@ fn a_function_pointer_parameter_gets_the_one_function_that_reaches() {
     let p = c_program("apply43", &format!("#define WANT 43\n{APPLY}"));
     let r = json_report(&p.path, &["--function", "apply", "--line", "apply43.c:8", "--timeout", "20"]);
     assert_eq!(r["verdict"], "unreachable", "{r:#}");
-    let assumptions = super_strings(&r["assumptions"]);
+    let assumptions = strings(&r["assumptions"]);
     assert!(assumptions.iter().any(|a| a.contains("function pointer")), "the proof names what it assumes: {r:#}");
 }
 

@@ -385,8 +385,8 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     // The loops and paths for the report when the race ended before the APC's build had
     // enumerated them (the fuzzer found the witness first): within a short budget.
     if eager_structure.is_none() && report.backbone_count == 0 && report.loops.is_empty() {
-        let deadline = (t0 + config.timeout).min(Instant::now() + std::time::Duration::from_millis(200));
-        if let Some(s) = enumerate_paths(graph.clone(), Limits { max_backbones: config.max_backbones, deadline: Some(deadline) }) {
+        let deadline = (t0 + config.timeout).checked_sub(ENGINE_MARGIN).unwrap_or(t0).min(Instant::now() + std::time::Duration::from_millis(200));
+        if let Some(s) = (Instant::now() < deadline).then(|| enumerate_paths(graph.clone(), Limits { max_backbones: config.max_backbones, deadline: Some(deadline) })).flatten() {
             let skeleton = Report::new(f, String::new(), &s);
             report.loops = skeleton.loops;
             report.backbones = skeleton.backbones;

@@ -291,12 +291,13 @@ pub fn fill_values(constants: &[CmpConstant]) -> Vec<u64> {
 /// holds them) and its constant strings.
 pub fn dictionary(program: &Program, constants: &[CmpConstant]) -> Vec<Vec<u8>> {
     let mut entries = crate::fuzz::constant_entries(constants);
+    let mut seen: std::collections::HashSet<Vec<u8>> = entries.iter().cloned().collect();
     for g in program.globals.iter().filter(|g| g.is_constant) {
         let Some(init) = &g.init else { continue };
         let bytes: Option<Vec<u8>> = init.iter().copied().collect();
         let Some(bytes) = bytes else { continue };
         for s in bytes.split(|b| *b == 0).filter(|s| (2..=64).contains(&s.len())) {
-            if !entries.iter().any(|e| e == s) {
+            if seen.insert(s.to_vec()) {
                 entries.push(s.to_vec());
             }
         }

@@ -34,6 +34,12 @@ pub struct PortfolioResult {
 /// as it ended (2 ms more cost OneLoop's 25 ms proof 3 ms, interleaved medians of 15).
 const STOP_GRACE: Duration = Duration::from_millis(2);
 
+/// How long past the engines' deadline the race waits for an engine that has not returned.
+/// Every engine checks the deadline itself, but some steps do not look (enumerating the paths
+/// of a 38,000-block function, a Z3 call between two interrupts): the race ends without them,
+/// so that the verdict comes at the deadline and not from the last-resort watcher after it.
+const DEADLINE_GRACE: Duration = Duration::from_millis(100);
+
 /// Engine threads a race ended without (see [`STOP_GRACE`]).
 static STOPPING: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
 
@@ -109,11 +115,18 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
     // then, whoever has not returned. Not on a cancel an engine made itself (the apc engine's
     // quick-check proof, `Context::quick_check`): its finding is still to come.
     let mut stop_by: Option<Instant> = None;
+    let mut out_of_time = false;
     while results.len() < total {
+        if stop_by.is_none() && Instant::now() >= cx.deadline + DEADLINE_GRACE {
+            tracing::debug!("the deadline passed with engines still at work: the race ends without them");
+            cx.cancel_all();
+            stop_by = Some(Instant::now());
+            out_of_time = true;
+        }
         let wait = match stop_by {
             Some(t) if Instant::now() >= t => break,
             Some(t) => t.saturating_duration_since(Instant::now()),
-            None => Duration::from_millis(10),
+            None => (cx.deadline + DEADLINE_GRACE).saturating_duration_since(Instant::now()).clamp(Duration::from_millis(1), Duration::from_millis(10)),
         };
         // The APC's priority (its solver workers' share, its own thread's nice), from what
         // runs now.
@@ -182,7 +195,8 @@ pub fn race(engines: Vec<Box<dyn Engine>>, cx: &Arc<Context>) -> PortfolioResult
     let late_started = cx.late_started.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for (kind, at, late) in started {
         if !results.iter().any(|(k, _, _)| *k == kind) && (!late || late_started.contains(&kind)) {
-            results.push((kind, at.elapsed().as_secs_f64(), EngineResult::new(Finding::Unknown("cancelled; still stopping when the race ended".into()))));
+            let why = if out_of_time { "the time budget ran out while it was still at work" } else { "cancelled; still stopping when the race ended" };
+            results.push((kind, at.elapsed().as_secs_f64(), EngineResult::new(Finding::Unknown(why.into()))));
         }
     }
     crate::solve::set_worker_share(None);
@@ -403,6 +417,33 @@ mod tests {
         assert!(r.engines["dse"].reason.contains("still stopping"), "{:?}", r.engines["dse"]);
         wait_for_stopping_engines();
         assert!(stopped.load(Ordering::SeqCst), "waited for until it stopped");
+    }
+
+    /// An engine in a step that looks at neither the deadline nor the cancel flag: the race
+    /// ends at the deadline without it, and says so.
+    struct Deaf;
+
+    impl Engine for Deaf {
+        fn kind(&self) -> EngineKind {
+            EngineKind::Apc
+        }
+        fn run(self: Box<Self>, _: &Context) -> EngineResult {
+            std::thread::sleep(Duration::from_secs(3));
+            EngineResult::new(Finding::Unknown("late".into()))
+        }
+    }
+
+    #[test]
+    fn the_race_ends_at_the_deadline_without_an_engine_that_ignores_it() {
+        let gave_up = || Finding::Unknown("gave up".into());
+        let (r, took) = race_of(
+            vec![Box::new(Deaf), Box::new(Scripted { kind: EngineKind::Dse, delay: Duration::from_millis(10), finding: gave_up })],
+            Duration::from_millis(300),
+        );
+        assert_eq!(r.winner, None);
+        assert!(took < Duration::from_millis(300) + DEADLINE_GRACE + Duration::from_millis(400), "{took:?}");
+        assert!(r.engines["apc"].reason.contains("time budget ran out"), "{}", r.engines["apc"].reason);
+        assert_eq!(r.engines["dse"].reason, "gave up");
     }
 
     /// The apc engine's quick-check proof cancels the race itself (`Context::quick_check`)

@@ -167,6 +167,7 @@ pub fn workers_left_running() -> bool {
 /// Ends the process at once with `code`, without running static destructors (libz3's global
 /// state is still in use by a detached worker). Flush stdout and stderr before.
 pub fn exit_now(code: i32) -> ! {
+    crate::priority::restore_all();
     unsafe { libc::_exit(code) }
 }
 

@@ -434,6 +434,10 @@ pub fn input_model_assumptions(program: &crate::ir::Program, is_main: bool) -> V
 pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(usize, usize, Option<&Report>) + Send)) -> (Result<crate::report::batch::BatchReport>, bool) {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
+    // One compilation of the inputs for every target (listing them makes it).
+    let mut config = config.clone();
+    config.module_cache = Some(Arc::default());
+    let config = &config;
     let targets = match load::list_targets(&config.input, &config.function, set, &config.load_options()) {
         Ok(t) => t,
         Err(e) => return (Err(e), false),

@@ -69,6 +69,8 @@ pub struct Config {
     /// Clang flags for the `.c` inputs (`-I`, `-D`, `-U`, `-include`, `--std`, `--cflags`), in
     /// the order given, include paths absolute.
     pub cflags: Vec<String>,
+    /// The inputs compiled once for all the targets of a batch (set by [`crate::analysis::run_batch`]).
+    pub module_cache: Option<std::sync::Arc<crate::load::ModuleCache>>,
     /// `--seed N`: the first seed of the engines that draw random choices (libFuzzer), fixed
     /// by default so that two runs search alike.
     pub seed: u64,
@@ -113,6 +115,7 @@ impl Config {
             smtlib: true,
             reduce_budget: None,
             cflags: vec![],
+            module_cache: None,
             seed: crate::fuzz::DEFAULT_SEED,
         }
     }
@@ -127,6 +130,7 @@ impl Config {
             arg_sizes: self.arg_sizes.clone(),
             pure_functions: self.pure_functions.clone(),
             cflags: self.cflags.clone(),
+            module_cache: self.module_cache.clone(),
         }
     }
 }

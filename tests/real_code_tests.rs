@@ -136,3 +136,16 @@ fn a_batch_goes_on_past_a_target_that_overran_and_counts_it() {
     // Every line of the batch says where the target is.
     assert!(targets.iter().filter(|t| t["verdict"] == "reachable").all(|t| t["location"].as_str().is_some_and(|l| l.contains("overrun.c:"))), "{r:#}");
 }
+
+#[test]
+fn a_batch_compiles_its_source_once_for_all_its_targets() {
+    let src = "int f(int x, int y) {\n  int r = 0;\n  if (x > 10) {\n    r = 1;\n  }\n  if (y == 7) {\n    r += 2;\n  }\n  return r;\n}\n";
+    let p = c_program("once", src);
+    let out = apc_llvm_with_env(&[p.path.to_str().unwrap(), "--function", "f", "--cover", "--json", "--timeout", "20"], &[("RUST_LOG", "info")]);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let targets = r["targets"].as_array().unwrap();
+    assert!(targets.len() >= 5 && targets.iter().all(|t| t["verdict"] == "reachable"), "{r:#}");
+    let log = String::from_utf8_lossy(&out.stderr);
+    let compiles = log.lines().filter(|l| l.contains("once.c with clang")).count();
+    assert_eq!(compiles, 1, "one compilation for {} targets:\n{log}", targets.len());
+}

@@ -190,6 +190,26 @@ pub struct LoadOptions {
     /// The user's clang flags for every `.c` input (`-I`, `-D`, `-U`, `-include`, `--std`,
     /// `--cflags`), after a compilation database entry's own.
     pub cflags: Vec<String>,
+    /// The inputs compiled and linked once for every load that shares it (the targets of a
+    /// batch): each load then starts from its bitcode instead of running clang again.
+    pub module_cache: Option<std::sync::Arc<ModuleCache>>,
+}
+
+/// The linked module of a batch's inputs, as bitcode, once the first load has made it. Only
+/// loads of the same inputs with the same options may share one.
+#[derive(Debug, Default)]
+pub struct ModuleCache {
+    linked: std::sync::Mutex<Option<std::sync::Arc<Vec<u8>>>>,
+}
+
+impl ModuleCache {
+    fn get(&self) -> Option<std::sync::Arc<Vec<u8>>> {
+        self.linked.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn put(&self, bitcode: Vec<u8>) {
+        self.linked.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| std::sync::Arc::new(bitcode));
+    }
 }
 
 impl Default for LoadOptions {
@@ -202,6 +222,7 @@ impl Default for LoadOptions {
             arg_sizes: vec![],
             pure_functions: vec![],
             cflags: vec![],
+            module_cache: None,
         }
     }
 }
@@ -225,6 +246,40 @@ fn open_module<'ctx>(ctx: &'ctx Context, path: &Path, function: &str, options: &
     if !path.metadata().is_ok_and(|m| m.is_file()) {
         return Err(Error::bad_input(format!("{}: not a regular file (a FIFO, socket or device?), expected .c, .bc or .ll", path.display())));
     }
+    let cached = options.module_cache.as_ref().and_then(|c| c.get());
+    let module = match cached {
+        Some(bitcode) => ctx
+            .create_module_from_ir(inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(&bitcode, "input"))
+            .map_err(|e| Error::internal(format!("the module compiled for this batch no longer parses: {e}")))?,
+        None => {
+            let module = compile_and_link(ctx, path, options, tmp)?;
+            if let Some(c) = &options.module_cache {
+                c.put(module.write_bitcode_to_memory().as_slice().to_vec());
+            }
+            module
+        }
+    };
+    let defined: Vec<String> = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .collect();
+    if !defined.iter().any(|n| n == function) {
+        return Err(Error::bad_input(format!(
+            "no function '{function}' with a body in {}; defined functions: {}",
+            path.display(),
+            list_names(&defined)
+        )));
+    }
+    // Before targets are resolved: a target behind a function pointer is then behind a call.
+    devirt::devirtualize(module.as_mut_ptr(), function);
+
+    Ok(module)
+}
+
+/// Compiles the C inputs (into `tmp`) with their flags, and parses and links every input into
+/// one module of `ctx`.
+fn compile_and_link<'ctx>(ctx: &'ctx Context, path: &Path, options: &LoadOptions, tmp: &Path) -> Result<inkwell::module::Module<'ctx>> {
     // Every input with the flags its compilation database entry gives it (if any).
     let database = match &options.compile_commands {
         Some(p) => project::read_compile_commands(p)?,
@@ -259,21 +314,6 @@ fn open_module<'ctx>(ctx: &'ctx Context, path: &Path, function: &str, options: &
         let o = input::parse_module(ctx, other)?;
         llvm::link_modules(&module, o).map_err(|e| Error::bad_input(format!("{}: cannot be linked with the other inputs: {e}", input.display())))?;
     }
-    let defined: Vec<String> = module
-        .get_functions()
-        .filter(|f| f.count_basic_blocks() > 0)
-        .map(|f| f.get_name().to_string_lossy().into_owned())
-        .collect();
-    if !defined.iter().any(|n| n == function) {
-        return Err(Error::bad_input(format!(
-            "no function '{function}' with a body in {}; defined functions: {}",
-            path.display(),
-            list_names(&defined)
-        )));
-    }
-    // Before targets are resolved: a target behind a function pointer is then behind a call.
-    devirt::devirtualize(module.as_mut_ptr(), function);
-
     Ok(module)
 }
 

@@ -91,7 +91,9 @@ fn try_check(source: &Path, function: &str, target: &TargetSpec, options: &LoadO
     let _registered = crate::cleanup::Guard::new(dir.path());
     let flags: Vec<String> = options.cflags.iter().cloned().chain(UB_COMPILE_FLAGS.iter().map(|f| f.to_string())).collect();
     let bc = load::input::compile_c_with(source, dir.path(), "ub-", &flags, None)?;
-    let loaded = load::load_with(&bc, function, target, options)?;
+    // The sanitised bitcode, not the batch's shared module.
+    let options = LoadOptions { module_cache: None, ..options.clone() };
+    let loaded = load::load_with(&bc, function, target, &options)?;
     let rp = Replayer::build(&loaded, false, Flavour::Sanitized)?;
     let err_path = dir.path().join("stderr");
     let err = std::fs::File::create(&err_path).map_err(|e| Error::internal(format!("creating {}: {e}", err_path.display())))?;

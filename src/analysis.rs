@@ -598,11 +598,12 @@ fn unknown_causes(stubs: &[String], cut: Option<&crate::load::recursion::Unrolli
         out.push_str(&format!("; replays ran with stubs returning 0 for {} (no definition in the bitcode)", stubs.join(", ")));
     }
     if let Some(u) = cut.filter(|u| u.marked_cuts > 0) {
-        out.push_str(&format!(
-            "; recursion of {} was cut after {} copies (--recursion-depth; deeper calls are unknown)",
-            u.functions.join(", "),
-            u.depth
-        ));
+        let why = if u.depth < u.asked {
+            format!("of {} asked: deeper copies would not fit once inlined", u.asked)
+        } else {
+            "--recursion-depth".to_string()
+        };
+        out.push_str(&format!("; recursion of {} was cut after {} copies ({why}; deeper calls are unknown)", u.functions.join(", "), u.depth));
     }
     out
 }

@@ -73,3 +73,31 @@ fn a_recursion_depth_out_of_range_is_bad_input() {
     let out = run_on(&p.path, &["--function", "parse_brackets", "--block", "entry", "--recursion-depth", "99"]);
     assert_bad_input(&out, "--recursion-depth");
 }
+
+/// A JSON-like recursive-descent parser: `value` calls `list` and `map` from several sites and
+/// each calls `value` from several, with bulky bodies between. Unrolled three deep and inlined,
+/// it would be millions of instructions; the load unrolls less deep, says so, and answers.
+#[test]
+fn a_recursion_too_big_to_unroll_deeply_is_unrolled_less_deep_and_answered() {
+    let mut src = String::from("static int pos;\nstatic int scalar(const char *s) {\n  int v = 0;\n  switch (s[pos]) {\n");
+    for k in 0..40 {
+        src.push_str(&format!("  case {}: v = v * 3 + {k}; pos++; break;\n", 48 + k));
+    }
+    src.push_str("  default: return -1;\n  }\n  return v;\n}\nstatic int list(const char *s, int d);\nstatic int map(const char *s, int d);\n");
+    src.push_str("static int value(const char *s, int d) {\n  if (s[pos] == '[') return list(s, d + 1);\n  if (s[pos] == '{') return map(s, d + 1);\n");
+    src.push_str("  if (s[pos] == '(') { pos++; int a = list(s, d + 1); int b = map(s, d + 1); return a + b; }\n  return scalar(s) + scalar(s) + scalar(s);\n}\n");
+    for (name, open, close) in [("list", '[', ']'), ("map", '{', '}')] {
+        src.push_str(&format!("static int {name}(const char *s, int d) {{\n  int n = 0;\n  if (s[pos] != '{open}') return -1;\n  pos++;\n"));
+        src.push_str(&format!("  n += value(s, d);\n  if (s[pos] == ',') {{ pos++; n += value(s, d); }}\n  if (s[pos] == ';') {{ pos++; n += value(s, d); }}\n  if (s[pos] == '{close}') pos++;\n"));
+        src.push_str("  n += scalar(s) + scalar(s);\n  return n;\n}\n");
+    }
+    src.push_str("int parse(const char *s) {\n  pos = 0;\n  int r = value(s, 0);\n  if (r == 7 && pos == 3) {\n    return 1; /* target */\n  }\n  return 0;\n}\n");
+    let p = c_program("json_like", &src);
+    let line = src.lines().position(|l| l.contains("/* target */")).unwrap() + 1;
+    let out = apc_llvm_with_env(&[p.path.to_str().unwrap(), "--function", "parse", "--line", &format!("json_like.c:{line}"), "--json", "--timeout", "60"], &[("RUST_LOG", "info")]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("recursion unrolled less deep"), "{log}");
+    assert_ne!(r["verdict"], "unreachable", "{r:#}");
+    assert!(r["verdict"] == "reachable" || r["reason"].as_str().unwrap().contains("would not fit once inlined"), "{r:#}");
+}

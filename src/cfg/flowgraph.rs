@@ -3,7 +3,7 @@
 
 use crate::ir::{BlockId, Function};
 use petgraph::graphmap::DiGraphMap;
-use petgraph::visit::{Bfs, Reversed, Walker};
+use petgraph::visit::{Bfs, Walker};
 use petgraph::Direction;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -83,10 +83,16 @@ impl Flowgraph {
     /// Keeps only nodes reachable from the start from which some target is reachable.
     fn prune(&mut self) {
         let fwd: BTreeSet<Node> = Bfs::new(&self.graph, self.start).iter(&self.graph).collect();
-        let rev = Reversed(&self.graph);
-        let mut bwd = BTreeSet::new();
-        for &t in &self.targets {
-            bwd.extend(Bfs::new(rev, t).iter(rev));
+        // One walk back from all targets at once: a function with hundreds of pseudo-targets
+        // (stores that may leave their object) took one walk of the whole graph per target.
+        let mut bwd: BTreeSet<Node> = self.targets.iter().copied().collect();
+        let mut stack: Vec<Node> = bwd.iter().copied().collect();
+        while let Some(n) = stack.pop() {
+            for m in self.graph.neighbors_directed(n, Direction::Incoming) {
+                if bwd.insert(m) {
+                    stack.push(m);
+                }
+            }
         }
         let dead: Vec<Node> = self.graph.nodes().filter(|n| !(fwd.contains(n) && bwd.contains(n))).collect();
         for n in dead {

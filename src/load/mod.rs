@@ -464,7 +464,7 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     link_environment_models(&ctx, &module, &declared_functions, tmp.path())?;
 
     // Recursion unrolled to a bound, cut calls marked as targets when they may lead to it.
-    let recursion_cut = recursion::unroll(&module, options.recursion_depth, resolved.len() as u32);
+    let recursion_cut = recursion::unroll(&module, function, options.recursion_depth, resolved.len() as u32);
     if let Some(u) = &recursion_cut {
         info!(functions = ?u.functions, depth = u.depth, marked_cuts = u.marked_cuts, "recursion unrolled");
     }

@@ -39,6 +39,13 @@ pub const DEFAULT_DEPTH: u32 = 3;
 /// Most copies of all recursive functions together: tree recursion inlines `calls^depth` times.
 const MAX_COPIES: usize = 64;
 
+/// Most instructions the analysed function may have once the unrolled copies are inlined into
+/// it (estimated before unrolling, see [`inlined_size`]): deeper unrolling than fits is cut to
+/// the depth that fits. A recursive-descent JSON parser (three mutually recursive functions
+/// calling each other from several sites) unrolled three deep inlined into millions of
+/// instructions; normalising it took the whole budget and 12 GB.
+const MAX_INLINED_INSTRUCTIONS: u64 = 100_000;
+
 /// What [`unroll`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Unrolling {
@@ -46,6 +53,9 @@ pub struct Unrolling {
     pub functions: Vec<String>,
     /// Copies made of each.
     pub depth: u32,
+    /// Copies asked for (`--recursion-depth`): more than `depth` when deeper copies would not
+    /// have fit the size bound once inlined.
+    pub asked: u32,
     /// Cut calls that got a target marker (the recursion might reach the target past them).
     pub marked_cuts: usize,
 }
@@ -198,6 +208,46 @@ fn back_edges(m: LLVMModuleRef, recursive: &HashSet<String>) -> HashSet<(String,
     back
 }
 
+/// The number of instructions `function` would have once the recursion is unrolled `depth`
+/// deep (see the module docs) and every call inlined: each call site adds its callee's
+/// inlined size, a call that closes a cycle goes one copy deeper, and a cut call adds nothing.
+/// Saturating: tree recursion grows exponentially with the depth.
+fn inlined_size(m: LLVMModuleRef, function: &str, recursive: &HashSet<String>, depth: u32) -> u64 {
+    let back = back_edges(m, recursive);
+    let mut bodies: HashMap<String, (u64, Vec<String>)> = HashMap::new();
+    for f in llvm::functions(m).into_iter().filter(|&f| !llvm::is_declaration(f)) {
+        let own = llvm::blocks(f).into_iter().map(|b| llvm::instructions(b).len() as u64).sum();
+        let calls = direct_calls(f).into_iter().map(|(_, c)| llvm::value_name(c)).collect();
+        bodies.insert(llvm::value_name(f), (own, calls));
+    }
+    fn size(f: &str, copy: u32, cx: &(&HashMap<String, (u64, Vec<String>)>, &HashSet<String>, &HashSet<(String, String)>, u32), memo: &mut HashMap<(String, u32), u64>) -> u64 {
+        let (bodies, recursive, back, depth) = *cx;
+        let Some((own, calls)) = bodies.get(f) else { return 0 };
+        if let Some(&s) = memo.get(&(f.to_string(), copy)) {
+            return s;
+        }
+        let mut total = *own;
+        for g in calls {
+            let s = if recursive.contains(f) && back.contains(&(f.to_string(), g.clone())) {
+                if copy == depth {
+                    0
+                } else {
+                    size(g, copy + 1, cx, memo)
+                }
+            } else if recursive.contains(f) && recursive.contains(g) {
+                size(g, copy, cx, memo)
+            } else {
+                // Functions outside the cycles have one body, which calls the originals.
+                size(g, 0, cx, memo)
+            };
+            total = total.saturating_add(s);
+        }
+        memo.insert((f.to_string(), copy), total);
+        total
+    }
+    size(function, 0, &(&bodies, recursive, &back, depth), &mut HashMap::new())
+}
+
 /// In a clone: `f` becomes a declaration of the same name and type (its uses now refer to it).
 unsafe fn make_declaration(m: LLVMModuleRef, f: Value) {
     let name = llvm::value_name(f);
@@ -211,16 +261,22 @@ unsafe fn make_declaration(m: LLVMModuleRef, f: Value) {
 /// Unrolls the recursion of `module` to `depth` copies (see the module docs); `None` when there
 /// is none, or when it cannot be done (aliases, too many copies): the recursive calls then stay
 /// unknown calls, as before.
-pub fn unroll(module: &inkwell::module::Module<'_>, depth: u32, cut_marker_id: u32) -> Option<Unrolling> {
+pub fn unroll(module: &inkwell::module::Module<'_>, function: &str, depth: u32, cut_marker_id: u32) -> Option<Unrolling> {
     let recursive = super::normalize::recursive_functions(module);
     if recursive.is_empty() || depth == 0 {
         return None;
     }
-    if recursive.len() * depth as usize > MAX_COPIES {
-        debug!(functions = recursive.len(), depth, "recursion not unrolled: too many copies");
-        return None;
-    }
     let m = module.as_mut_ptr();
+    let asked = depth;
+    let fits = |d: u32| {
+        let size = inlined_size(m, function, &recursive, d);
+        debug!(depth = d, size, "recursion unrolled: estimated size once inlined");
+        recursive.len() * d as usize <= MAX_COPIES && size <= MAX_INLINED_INSTRUCTIONS
+    };
+    let depth = (1..=depth).rev().find(|&d| fits(d))?;
+    if depth < asked {
+        tracing::info!(asked, depth, "recursion unrolled less deep: deeper copies would not fit the size bound once inlined");
+    }
     if !unsafe { LLVMGetFirstGlobalAlias(m) }.is_null() || !unsafe { LLVMGetFirstGlobalIFunc(m) }.is_null() {
         debug!("recursion not unrolled: the module has aliases");
         return None;
@@ -326,5 +382,5 @@ pub fn unroll(module: &inkwell::module::Module<'_>, depth: u32, cut_marker_id: u
         return None;
     }
     debug!(?names, depth, marked_cuts, "recursion unrolled");
-    Some(Unrolling { functions: names, depth, marked_cuts })
+    Some(Unrolling { functions: names, depth, asked, marked_cuts })
 }

@@ -416,8 +416,8 @@ const MAX_STATE_CELLS: usize = 2_000_000;
 
 /// Encodes `f` in `theory`; `None` when no block is a target, or when the function is too
 /// large to encode (`MAX_STATE_CELLS`).
-pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
-    let t = transitions(f, theory)?;
+pub fn encode(f: &Function, theory: Theory, stop: &dyn Fn() -> bool) -> Option<HornProblem> {
+    let t = transitions(f, theory, stop)?;
     let sorts: Vec<String> = t.state.iter().map(|(_, w)| theory.sort(*w)).collect();
     let mut out = String::new();
     for p in t.predicates.iter().flatten() {
@@ -430,7 +430,10 @@ pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
         let p = t.predicates[t.entry.0 as usize].as_ref().expect("the entry leads to a target");
         out.push_str(&c.render(&if args.is_empty() { p.clone() } else { format!("({p} {})", args.join(" ")) }));
     }
-    for e in &t.edges {
+    for (k, e) in t.edges.iter().enumerate() {
+        if k % 256 == 0 && stop() {
+            return None;
+        }
         let head = match e.to {
             None => "false".to_string(),
             Some(to) => {
@@ -447,7 +450,7 @@ pub fn encode(f: &Function, theory: Theory) -> Option<HornProblem> {
 }
 
 /// The steps of `f` in `theory` (see [`encode`]).
-pub fn transitions(f: &Function, theory: Theory) -> Option<Transitions> {
+pub fn transitions(f: &Function, theory: Theory, stop: &dyn Fn() -> bool) -> Option<Transitions> {
     let targets: Vec<BlockId> = f.target_blocks();
     if targets.is_empty() {
         return None;
@@ -533,6 +536,10 @@ pub fn transitions(f: &Function, theory: Theory) -> Option<Transitions> {
         if predicates[b.id.0 as usize].is_none() {
             continue;
         }
+        // Each edge names the whole state: a large function takes seconds to encode.
+        if stop() {
+            return None;
+        }
         if b.target.is_some() {
             // Entering a target is reaching it: the query.
             edges.extend(enc.edge(b, &predicates, None, &|_, _| None));
@@ -610,7 +617,7 @@ mod tests {
     #[test]
     fn k_induction_finds_the_short_path_and_proves_a_dead_branch() {
         use super::kinduction::{search, KInductionAnswer, Unrolling};
-        let t = transitions(&small(), Theory::BitVectors).expect("a target");
+        let t = transitions(&small(), Theory::BitVectors, &|| false).expect("a target");
         // The path: the entry, then the target; its input `x` below 10, as the branch wants.
         match search(&Unrolling::new(&t).expect("small"), &|| false) {
             KInductionAnswer::BaseFails { steps: 1, inputs } => {
@@ -622,7 +629,7 @@ mod tests {
         // `10 < 5` instead of `x < 10`: no step enters the target, from the entry or anywhere.
         let mut f = small();
         f.blocks[0].insts[0].kind = InstKind::ICmp { pred: IntPredicate::Slt, lhs: Operand::Int { width: 32, value: 10 }, rhs: Operand::Int { width: 32, value: 5 } };
-        let t = transitions(&f, Theory::BitVectors).expect("a target");
+        let t = transitions(&f, Theory::BitVectors, &|| false).expect("a target");
         assert_eq!(search(&Unrolling::new(&t).expect("small"), &|| false), KInductionAnswer::Proved { k: 1 });
         // A stop asked for ends the search.
         assert!(matches!(search(&Unrolling::new(&t).expect("small"), &|| true), KInductionAnswer::Unknown(_)));
@@ -631,7 +638,7 @@ mod tests {
     #[test]
     fn blocks_off_the_way_to_a_target_get_no_predicate_and_the_target_is_the_query() {
         for theory in [Theory::BitVectors, Theory::Integers] {
-            let p = encode(&small(), theory).expect("a target");
+            let p = encode(&small(), theory, &|| false).expect("a target");
             assert_eq!(p.predicates, vec![Some("P0".to_string()), Some("P1".to_string()), None], "{theory:?}");
             assert_eq!(p.registers, vec!["x".to_string()]);
             assert!(p.smtlib.lines().any(|l| l.contains("(P1 s0)") && l.contains(" false)")), "{}", p.smtlib);
@@ -648,7 +655,7 @@ mod tests {
         f.blocks[0].insts[0].kind = InstKind::Binary { op: BinOp::Shl, lhs: Operand::Value(ValueId(0)), rhs: Operand::Value(ValueId(0)) };
         f.blocks[0].insts[0].ty = Ty::Int(32);
         f.value_types[1] = Ty::Int(32);
-        let p = encode(&f, Theory::BitVectors).expect("a target");
+        let p = encode(&f, Theory::BitVectors, &|| false).expect("a target");
         assert!(!p.smtlib.contains("bvshl"), "{}", p.smtlib);
         assert!(!p.smtlib.contains("(= l1 "), "{}", p.smtlib);
     }

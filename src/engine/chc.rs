@@ -29,7 +29,7 @@ impl Engine for ChcEngine {
     fn run(self: Box<Self>, cx: &Context) -> EngineResult {
         let f = &self.program.function;
         // Both encodings at once: a solution of either is a proof.
-        let problems: Vec<(Theory, HornProblem)> = [Theory::Integers, Theory::BitVectors].into_iter().filter_map(|t| crate::chc::encode(f, t).map(|p| (t, p))).collect();
+        let problems: Vec<(Theory, HornProblem)> = [Theory::Integers, Theory::BitVectors].into_iter().filter_map(|t| crate::chc::encode(f, t, &|| cx.out_of_time()).map(|p| (t, p))).collect();
         if problems.is_empty() {
             return EngineResult::new(Finding::Unknown("not encoded as Horn clauses: no target block, or too many blocks and registers".into()));
         }
@@ -129,7 +129,7 @@ impl Engine for KInductionEngine {
 
     fn run(self: Box<Self>, cx: &Context) -> EngineResult {
         use crate::chc::kinduction::{search, KInductionAnswer, Unrolling};
-        let Some(t) = crate::chc::transitions(&self.program.function, Theory::BitVectors) else {
+        let Some(t) = crate::chc::transitions(&self.program.function, Theory::BitVectors, &|| cx.out_of_time()) else {
             return EngineResult::new(Finding::Unknown("not encoded as steps: no target block, or too many blocks and registers".into()));
         };
         let t0 = Instant::now();
@@ -168,7 +168,7 @@ const COUNTEREXAMPLE_STEPS: usize = 256;
 /// The shortest path of the function's steps into a target, if one is found within
 /// [`COUNTEREXAMPLE_STEPS`] and the time left.
 fn counterexample(f: &crate::ir::Function, cx: &Context) -> Option<(usize, crate::chc::kinduction::PathInputs)> {
-    let t = crate::chc::transitions(f, Theory::BitVectors)?;
+    let t = crate::chc::transitions(f, Theory::BitVectors, &|| cx.out_of_time())?;
     let budget = cx.left().saturating_sub(Duration::from_millis(300));
     crate::solve::in_worker("z3-bmc", budget, &cx.cancel, move |stopped| {
         let u = crate::chc::kinduction::Unrolling::new(&t)?;

@@ -306,6 +306,11 @@ impl Context {
         self.cancel.store(true, Ordering::SeqCst);
     }
 
+    /// Whether the engine should stop now: cancelled, or past the deadline.
+    pub fn out_of_time(&self) -> bool {
+        self.cancelled() || Instant::now() >= self.deadline
+    }
+
     /// Time left before the deadline.
     pub fn left(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())

@@ -85,7 +85,8 @@ impl ApcBuilder<'_> {
             // An iteration whose tests cannot hold never runs (clang's `a && b` phis produce
             // such paths): it gets no counter. Dropping it is sound because its counter would be 0.
             let cond = self.pool.and(r.tests.iter().copied());
-            let possible = self.pool.as_bool(cond) != Some(false) && !self.check_budget.unsat(&self.pool, cond, 300);
+            // Past the deadline no solver call: the APC is marked incomplete and yields no verdict.
+            let possible = self.pool.as_bool(cond) != Some(false) && (self.out_of_time() || !self.check_budget.unsat(&self.pool, cond, 300));
             feasible.push(possible);
             if !possible {
                 continue;
@@ -202,6 +203,10 @@ impl ApcBuilder<'_> {
         }
         let mut parts = vec![];
         for (i, (tests, fresh)) in iteration_tests.iter().enumerate() {
+            if self.out_of_time() {
+                // The APC is incomplete from here (and yields no verdict): stop at once.
+                break;
+            }
             let mut body_tests = vec![];
             let (at_tau, at_tau_symbols) = self.state_with_invariants(&vars, &theta_kappa, &invariants, taus[i]);
             for &t in tests {

@@ -301,11 +301,22 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             if !budget.is_zero() {
                 progress.enter("reducing the witness");
                 let tr = Instant::now();
-                if let Some((w, r, reduction)) = reduce_witness(&loaded.program, &native, &witness, Instant::now() + budget) {
+                if let Some((w, r, reduction)) = reduce_witness(&loaded.program, &native, &witness, Instant::now() + budget, false) {
                     (witness, run) = (w, r);
                     wr = crate::report::WitnessReport { reduced: Some(reduction), ..crate::report::WitnessReport::replayed(&witness, &run, wr.models_tried, std::mem::take(&mut wr.counters)) };
                 }
                 report.timings.insert("reduce".into(), tr.elapsed().as_secs_f64());
+            }
+            // A length past its buffer is no input a caller can pass: fitted whatever the
+            // reduction's budget, within the run's.
+            let fit_deadline = (t0 + config.timeout).checked_sub(ENGINE_MARGIN).unwrap_or(t0);
+            if let Some((w, r, fit)) = reduce_witness(&loaded.program, &native, &witness, fit_deadline, true) {
+                (witness, run) = (w, r);
+                let reduced = match wr.reduced.take() {
+                    Some(before) => crate::report::Reduction { size_after: fit.size_after, replays: before.replays + fit.replays, ..before },
+                    None => fit,
+                };
+                wr = crate::report::WitnessReport { reduced: Some(reduced), ..crate::report::WitnessReport::replayed(&witness, &run, wr.models_tried, std::mem::take(&mut wr.counters)) };
             }
             finish_build(&mut report, &mut star_causes);
             // As replayed (the user's buffer sizes, `--arg-size`).
@@ -512,7 +523,9 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(u
 /// Makes `witness` (which reached the target) smaller before `deadline`, each candidate judged
 /// by a native run ([`crate::witness::reduce`]): the smaller witness, its run and what it took,
 /// or `None` when nothing smaller reached the target.
-fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBuild, witness: &Witness, deadline: Instant) -> Option<(Witness, RunOutcome, crate::report::Reduction)> {
+/// With `lengths_only`, only tied lengths past their buffers are fitted
+/// ([`crate::witness::reduce::fit_lengths`]).
+fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBuild, witness: &Witness, deadline: Instant, lengths_only: bool) -> Option<(Witness, RunOutcome, crate::report::Reduction)> {
     use crate::witness::reduce::{self, Budget, Judgement};
     /// Most candidates replayed.
     const MAX_RUNS: u32 = 200;
@@ -520,7 +533,6 @@ fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBu
     /// eat the budget.
     const CANDIDATE_WALL: std::time::Duration = std::time::Duration::from_secs(1);
     let rp = native.get().ok()?;
-    let t = Instant::now();
     // Every run that reached, with its witness: two candidates run at once, and the one kept
     // is not always the last to have reached.
     let reaching: std::sync::Mutex<Vec<(Witness, RunOutcome)>> = Default::default();
@@ -542,7 +554,11 @@ fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBu
     };
     let shapes = crate::witness::buffer_shapes(program);
     // Two candidates at once: the race is over, and both cores are the reduction's.
-    let reduced = reduce::reduce(witness, &shapes, Budget { deadline, max_runs: MAX_RUNS, at_once: 2 }, &judge);
+    let reduced = if lengths_only {
+        reduce::fit_lengths(witness, &shapes, Budget { deadline, max_runs: 2 * shapes.len() as u32, at_once: 1 }, &judge)
+    } else {
+        reduce::reduce(witness, &shapes, Budget { deadline, max_runs: MAX_RUNS, at_once: 2 }, &judge)
+    };
     info!(runs = reduced.runs, kept = reduced.kept, "witness reduced");
     if reduced.kept == 0 {
         return None;
@@ -552,7 +568,6 @@ fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBu
         size_before: reduce::size(witness),
         size_after: reduce::size(&reduced.witness),
         replays: reduced.runs,
-        seconds: t.elapsed().as_secs_f64(),
     };
     Some((reduced.witness, run, reduction))
 }

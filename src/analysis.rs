@@ -17,7 +17,7 @@ use crate::replay::{Replayer, RunOutcome};
 use crate::report::{Report, Verdict};
 use crate::solve;
 use crate::witness::Witness;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
@@ -631,7 +631,7 @@ fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: 
     let _one_writer = EMIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let target_id = run.reached.unwrap_or(0) as usize;
     let target = loaded.target_blocks.get(target_id).map(|t| t.rsplit(':').next().unwrap_or(t).to_string()).unwrap_or_default();
-    let nondet = run.nondet_types.iter().enumerate().map(|(k, t)| (t.clone(), w.nondet.get(k).copied().unwrap_or(0))).collect();
+    let nondet: Vec<(String, u64)> = run.nondet_types.iter().enumerate().map(|(k, t)| (t.clone(), w.nondet.get(k).copied().unwrap_or(0))).collect();
     let specification = match &config.target {
         load::TargetSpec::Call(f) => format!("COVER( init({}()), FQL(COVER EDGES(@CALL({f}))) )", config.function),
         other => format!("COVER( init({}()), {} )", config.function, other.describe()),
@@ -640,7 +640,9 @@ fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: 
     if let Some(w) = crate::report::emit::drift(dir, &config.function, &target_spec, &target) {
         eprintln!("apc-llvm: warning: {w}");
     }
+    let source = source_form(config, loaded, rp, w);
     let tc = crate::report::emit::TestCase {
+        source,
         function: &config.function,
         target: &target,
         target_spec: &target_spec,
@@ -654,6 +656,39 @@ fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: 
     Ok(files.iter().map(|p| p.display().to_string()).collect())
 }
 
+
+/// The test of a program given as C files ([`crate::report::ctest`]): `None` for bitcode
+/// inputs and compilation databases, whose tests link the marked bitcode instead.
+fn source_form(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness) -> Option<crate::report::emit::SourceForm> {
+    let inputs: Vec<PathBuf> = std::iter::once(config.input.clone()).chain(config.extra_inputs.iter().cloned()).collect();
+    if config.compile_commands.is_some() || !inputs.iter().all(|p| p.extension().is_some_and(|e| e == "c")) || loaded.target_positions.is_empty() {
+        return None;
+    }
+    // The file defining the function is included (its static functions stay callable); the
+    // others are linked.
+    let defines = |p: &PathBuf| {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        let name = &config.function;
+        text.match_indices(name.as_str()).any(|(at, _)| {
+            let before_ok = !text[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+            let rest = text[at + name.len()..].trim_start();
+            before_ok && rest.starts_with('(') && rest.find('{').is_some_and(|b| rest.find(';').is_none_or(|s| b < s))
+        })
+    };
+    let include = inputs.iter().find(|p| defines(p)).unwrap_or(&inputs[0]).clone();
+    let link = inputs.iter().filter(|p| **p != include).cloned().collect();
+    let (f, name) = (loaded.program.function.clone(), config.function.clone());
+    let (w2, target) = (w.clone(), config.target.describe());
+    let stubs: Vec<String> = rp.stubbed().iter().filter(|s| s.as_str() != crate::load::TARGET_MARKER).cloned().collect();
+    Some(crate::report::emit::SourceForm {
+        include,
+        link,
+        cflags: config.cflags.clone(),
+        test_c: Box::new(move |inc| crate::report::ctest::test_c(&f, &name, &w2, inc, &target)),
+        env_c: crate::report::ctest::env_c(&loaded.declared_functions, &stubs, &w.nondet),
+        positions: loaded.target_positions.iter().map(|(f, l, c)| (PathBuf::from(f), *l, *c)).collect(),
+    })
+}
 
 /// How long the end of the race waits for the APC's build to notice that it should stop.
 const BUILD_STOP_WAIT: std::time::Duration = std::time::Duration::from_millis(50);

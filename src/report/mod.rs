@@ -1,6 +1,7 @@
 //! The result of a run, printed for people or as JSON.
 
 pub mod batch;
+pub mod ctest;
 pub mod emit;
 pub mod engines;
 

@@ -83,14 +83,18 @@ fn buffer_objects(name: &str, bytes: &[u8], pointees: &[Pointee], as_chars: bool
 }
 
 /// The argument expression of parameter `p`.
-fn argument(p: &Param, input: Option<&ParamInput>, decls: &mut String, links: &mut String) -> String {
+/// `callee`: the function called, which a local of its parameter's name would hide.
+fn argument(p: &Param, callee: &str, input: Option<&ParamInput>, decls: &mut String, links: &mut String) -> String {
     match input {
         Some(ParamInput::Int { value, width, .. }) => {
             let signed = p.c_type.as_ref().is_some_and(|c| c.signed);
             int_literal(*value, *width, signed)
         }
         Some(ParamInput::Buffer { bytes, pointees, front, .. }) => {
-            let name = format!("apc_{}", crate::report::emit::sanitize(&p.name));
+            // The parameter's own name reads best; a local of main's hides any global of it.
+            let plain = crate::report::emit::sanitize(&p.name);
+            let usable = plain.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && !plain.contains('-') && plain != callee && !plain.starts_with("apc_");
+            let name = if usable { plain } else { format!("apc_{plain}") };
             let chars = is_char(p);
             buffer_objects(&name, bytes, pointees, chars, decls, links);
             let at = if *front > 0 { format!("{name} + {front}") } else { name };
@@ -129,7 +133,7 @@ pub fn test_c(f: &Function, name: &str, w: &Witness, include: &str, target: &str
         let _ = writeln!(decls, "  static char *argv[] = {{{}, 0}};", items.iter().map(|s| format!("(char *){s}")).collect::<Vec<_>>().join(", "));
         format!("{MAIN_UNDER_TEST}({}, argv)", strings.len().max(1))
     } else {
-        let args: Vec<String> = f.params.iter().enumerate().map(|(k, p)| argument(p, w.params.get(k), &mut decls, &mut links)).collect();
+        let args: Vec<String> = f.params.iter().enumerate().map(|(k, p)| argument(p, if is_main { MAIN_UNDER_TEST } else { name }, w.params.get(k), &mut decls, &mut links)).collect();
         format!("{}({})", if is_main { MAIN_UNDER_TEST } else { name }, args.join(", "))
     };
     out.push_str(&decls);

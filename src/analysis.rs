@@ -17,7 +17,7 @@ use crate::replay::{Replayer, RunOutcome};
 use crate::report::{Report, Verdict};
 use crate::solve;
 use crate::witness::Witness;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
@@ -301,11 +301,22 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
             if !budget.is_zero() {
                 progress.enter("reducing the witness");
                 let tr = Instant::now();
-                if let Some((w, r, reduction)) = reduce_witness(&loaded.program, &native, &witness, Instant::now() + budget) {
+                if let Some((w, r, reduction)) = reduce_witness(&loaded.program, &native, &witness, Instant::now() + budget, false) {
                     (witness, run) = (w, r);
                     wr = crate::report::WitnessReport { reduced: Some(reduction), ..crate::report::WitnessReport::replayed(&witness, &run, wr.models_tried, std::mem::take(&mut wr.counters)) };
                 }
                 report.timings.insert("reduce".into(), tr.elapsed().as_secs_f64());
+            }
+            // A length past its buffer is no input a caller can pass: fitted whatever the
+            // reduction's budget, within the run's.
+            let fit_deadline = (t0 + config.timeout).checked_sub(ENGINE_MARGIN).unwrap_or(t0);
+            if let Some((w, r, fit)) = reduce_witness(&loaded.program, &native, &witness, fit_deadline, true) {
+                (witness, run) = (w, r);
+                let reduced = match wr.reduced.take() {
+                    Some(before) => crate::report::Reduction { size_after: fit.size_after, replays: before.replays + fit.replays, ..before },
+                    None => fit,
+                };
+                wr = crate::report::WitnessReport { reduced: Some(reduced), ..crate::report::WitnessReport::replayed(&witness, &run, wr.models_tried, std::mem::take(&mut wr.counters)) };
             }
             finish_build(&mut report, &mut star_causes);
             // As replayed (the user's buffer sizes, `--arg-size`).
@@ -512,7 +523,9 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(u
 /// Makes `witness` (which reached the target) smaller before `deadline`, each candidate judged
 /// by a native run ([`crate::witness::reduce`]): the smaller witness, its run and what it took,
 /// or `None` when nothing smaller reached the target.
-fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBuild, witness: &Witness, deadline: Instant) -> Option<(Witness, RunOutcome, crate::report::Reduction)> {
+/// With `lengths_only`, only tied lengths past their buffers are fitted
+/// ([`crate::witness::reduce::fit_lengths`]).
+fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBuild, witness: &Witness, deadline: Instant, lengths_only: bool) -> Option<(Witness, RunOutcome, crate::report::Reduction)> {
     use crate::witness::reduce::{self, Budget, Judgement};
     /// Most candidates replayed.
     const MAX_RUNS: u32 = 200;
@@ -520,7 +533,6 @@ fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBu
     /// eat the budget.
     const CANDIDATE_WALL: std::time::Duration = std::time::Duration::from_secs(1);
     let rp = native.get().ok()?;
-    let t = Instant::now();
     // Every run that reached, with its witness: two candidates run at once, and the one kept
     // is not always the last to have reached.
     let reaching: std::sync::Mutex<Vec<(Witness, RunOutcome)>> = Default::default();
@@ -542,7 +554,11 @@ fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBu
     };
     let shapes = crate::witness::buffer_shapes(program);
     // Two candidates at once: the race is over, and both cores are the reduction's.
-    let reduced = reduce::reduce(witness, &shapes, Budget { deadline, max_runs: MAX_RUNS, at_once: 2 }, &judge);
+    let reduced = if lengths_only {
+        reduce::fit_lengths(witness, &shapes, Budget { deadline, max_runs: 2 * shapes.len() as u32, at_once: 1 }, &judge)
+    } else {
+        reduce::reduce(witness, &shapes, Budget { deadline, max_runs: MAX_RUNS, at_once: 2 }, &judge)
+    };
     info!(runs = reduced.runs, kept = reduced.kept, "witness reduced");
     if reduced.kept == 0 {
         return None;
@@ -552,7 +568,6 @@ fn reduce_witness(program: &crate::ir::Program, native: &crate::replay::NativeBu
         size_before: reduce::size(witness),
         size_after: reduce::size(&reduced.witness),
         replays: reduced.runs,
-        seconds: t.elapsed().as_secs_f64(),
     };
     Some((reduced.witness, run, reduction))
 }
@@ -617,7 +632,7 @@ fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: 
     let _one_writer = EMIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let target_id = run.reached.unwrap_or(0) as usize;
     let target = loaded.target_blocks.get(target_id).map(|t| t.rsplit(':').next().unwrap_or(t).to_string()).unwrap_or_default();
-    let nondet = run.nondet_types.iter().enumerate().map(|(k, t)| (t.clone(), w.nondet.get(k).copied().unwrap_or(0))).collect();
+    let nondet: Vec<(String, u64)> = run.nondet_types.iter().enumerate().map(|(k, t)| (t.clone(), w.nondet.get(k).copied().unwrap_or(0))).collect();
     let specification = match &config.target {
         load::TargetSpec::Call(f) => format!("COVER( init({}()), FQL(COVER EDGES(@CALL({f}))) )", config.function),
         other => format!("COVER( init({}()), {} )", config.function, other.describe()),
@@ -626,7 +641,9 @@ fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: 
     if let Some(w) = crate::report::emit::drift(dir, &config.function, &target_spec, &target) {
         eprintln!("apc-llvm: warning: {w}");
     }
+    let source = source_form(config, loaded, rp, w);
     let tc = crate::report::emit::TestCase {
+        source,
         function: &config.function,
         target: &target,
         target_spec: &target_spec,
@@ -640,6 +657,39 @@ fn emit_test(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness, run: 
     Ok(files.iter().map(|p| p.display().to_string()).collect())
 }
 
+
+/// The test of a program given as C files ([`crate::report::ctest`]): `None` for bitcode
+/// inputs and compilation databases, whose tests link the marked bitcode instead.
+fn source_form(config: &Config, loaded: &Loaded, rp: &Replayer, w: &Witness) -> Option<crate::report::emit::SourceForm> {
+    let inputs: Vec<PathBuf> = std::iter::once(config.input.clone()).chain(config.extra_inputs.iter().cloned()).collect();
+    if config.compile_commands.is_some() || !inputs.iter().all(|p| p.extension().is_some_and(|e| e == "c")) || loaded.target_positions.is_empty() {
+        return None;
+    }
+    // The file defining the function is included (its static functions stay callable); the
+    // others are linked.
+    let defines = |p: &PathBuf| {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        let name = &config.function;
+        text.match_indices(name.as_str()).any(|(at, _)| {
+            let before_ok = !text[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+            let rest = text[at + name.len()..].trim_start();
+            before_ok && rest.starts_with('(') && rest.find('{').is_some_and(|b| rest.find(';').is_none_or(|s| b < s))
+        })
+    };
+    let include = inputs.iter().find(|p| defines(p)).unwrap_or(&inputs[0]).clone();
+    let link = inputs.iter().filter(|p| **p != include).cloned().collect();
+    let (f, name) = (loaded.program.function.clone(), config.function.clone());
+    let (w2, target) = (w.clone(), config.target.describe());
+    let stubs: Vec<String> = rp.stubbed().iter().filter(|s| s.as_str() != crate::load::TARGET_MARKER).cloned().collect();
+    Some(crate::report::emit::SourceForm {
+        include,
+        link,
+        cflags: config.cflags.clone(),
+        test_c: Box::new(move |inc| crate::report::ctest::test_c(&f, &name, &w2, inc, &target)),
+        env_c: crate::report::ctest::env_c(&loaded.declared_functions, &stubs, &w.nondet),
+        positions: loaded.target_positions.iter().map(|(f, l, c)| (PathBuf::from(f), *l, *c)).collect(),
+    })
+}
 
 /// How long the end of the race waits for the APC's build to notice that it should stop.
 const BUILD_STOP_WAIT: std::time::Duration = std::time::Duration::from_millis(50);

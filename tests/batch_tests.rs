@@ -26,8 +26,11 @@ fn cover_gives_a_test_per_live_block_and_a_proof_per_dead_one() {
     for live in ["entry", "while.cond", "while.end"] {
         assert_eq!(verdict(live), "reachable", "{r:#}");
     }
-    let c_files = std::fs::read_dir(tests.path()).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "c")).count();
-    assert_eq!(c_files, 3, "one regression test per reached block");
+    // A test of C sources is `T.c` with its target file `T.target`.
+    let tests_written = std::fs::read_dir(tests.path()).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "target")).count();
+    assert_eq!(tests_written, 3, "one regression test per reached block");
+    let make = std::process::Command::new("make").arg("-s").arg("-C").arg(tests.path()).output().unwrap();
+    assert!(make.status.success(), "{}{}", String::from_utf8_lossy(&make.stdout), String::from_utf8_lossy(&make.stderr));
     // The human report: one line per block and the summary.
     let out = run_on(&p.path, &["--function", "h", "--cover", "--timeout", "20"]);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -83,8 +86,8 @@ fn parallel_jobs_give_the_same_batch() {
     };
     assert_eq!(specs(&one), specs(&two));
     assert_eq!(two["summary"], serde_json::json!({"reachable": 3, "unreachable": 1, "unknown": 0}), "{two:#}");
-    let c_files = |d: &std::path::Path| std::fs::read_dir(d).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "c")).count();
-    assert_eq!(c_files(t2.path()), 3);
+    let tests_written = |d: &std::path::Path| std::fs::read_dir(d).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "target")).count();
+    assert_eq!(tests_written(t2.path()), 3);
     let out = run_on(&p.path, &["--function", "h", "--cover", "--jobs", "0"]);
     assert_bad_input(&out, "--jobs");
 }

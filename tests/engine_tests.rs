@@ -54,11 +54,9 @@ fn the_default_portfolio_runs_every_engine_and_names_the_winner() {
 fn fuzzing_alone_finds_the_string_and_the_emitted_test_passes() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("tests");
-    let r = analyse(
-        "fuzzonly",
-        STRING_FROM_NONDET,
-        &["--function", "main", "--call", "reach_error", "--timeout", "30", "--engine", "fuzz", "--emit-tests", dir.to_str().unwrap()],
-    );
+    // The program outlives the analysis: the emitted test builds against its source.
+    let p = c_program("fuzzonly", STRING_FROM_NONDET);
+    let r = json_report(&p.path, &["--function", "main", "--call", "reach_error", "--timeout", "30", "--engine", "fuzz", "--emit-tests", dir.to_str().unwrap()]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");
     assert_eq!(r["engine"], "fuzz");
     assert!(r["engines"]["fuzz"]["stats"]["executions"].as_u64().unwrap() > 0);

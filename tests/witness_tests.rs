@@ -11,35 +11,52 @@ fn dtd() -> roxmltree::ParsingOptions {
     roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() }
 }
 
-/// Analyses with `--emit-tests DIR` and returns the report.
-fn emit(name: &str, src: &str, function: &str, dir: &Path) -> Value {
+/// Analyses with `--emit-tests DIR` and returns the report, and the program, which the tests
+/// include (they build against the current source).
+fn emit(name: &str, src: &str, function: &str, dir: &Path) -> (Value, CProgram) {
     let p = c_program(name, src);
     let r = json_report(&p.path, &["--function", function, "--call", "reach_error", "--emit-tests", dir.to_str().unwrap()]);
     assert_eq!(r["verdict"], "reachable", "{r:#}");
-    r
+    (r, p)
 }
 
-fn emitted_test(r: &Value) -> (PathBuf, PathBuf) {
+/// The emitted test's C file.
+fn emitted_test(r: &Value) -> PathBuf {
     let files = strings(&r["tests"]);
-    let c = files.iter().find(|f| f.ends_with(".c")).expect("a .c test").into();
-    let bc = files.iter().find(|f| f.ends_with(".bc")).expect("its bitcode").into();
-    (c, bc)
+    files.iter().find(|f| f.ends_with(".c") && !f.ends_with(".env.c")).expect("a .c test").into()
 }
 
-/// Builds `c` + `bc` with clang alone and returns the test's exit status.
-fn build_and_run(c: &Path, bc: &Path) -> i32 {
-    let exe = c.with_extension("exe");
-    let out = Command::new(clang()).args(["-O0", "-w"]).arg(c).arg(bc).args(["-lm", "-o"]).arg(&exe).output().unwrap();
-    assert!(out.status.success(), "the emitted test must build with plain clang: {}", String::from_utf8_lossy(&out.stderr));
-    Command::new(&exe).status().unwrap().code().unwrap_or(-1)
+/// Builds and checks the emitted test `c` with plain make in its directory (against the
+/// program's current source); 0 when it passes.
+fn build_and_run(c: &Path) -> i32 {
+    let stem = c.file_stem().unwrap().to_str().unwrap();
+    let out = Command::new("make").arg("-s").arg("-C").arg(c.parent().unwrap()).arg(format!("{stem}.run")).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!text.contains("error:"), "the emitted test must build with plain make: {text}");
+    if out.status.success() {
+        assert!(text.contains(&format!("PASS {stem}")), "{text}");
+    }
+    out.status.code().unwrap_or(-1)
+}
+
+/// A copy of the emitted test `c` named `name`, its C text changed by `edit`.
+fn variant(c: &Path, name: &str, edit: impl Fn(&str) -> String) -> PathBuf {
+    let stem = c.file_stem().unwrap().to_str().unwrap();
+    let dir = c.parent().unwrap();
+    for ext in ["env.c", "target", "mk"] {
+        std::fs::copy(dir.join(format!("{stem}.{ext}")), dir.join(format!("{name}.{ext}"))).unwrap();
+    }
+    let to = dir.join(format!("{name}.c"));
+    std::fs::write(&to, edit(&std::fs::read_to_string(c).unwrap())).unwrap();
+    to
 }
 
 #[test]
 fn running_example_test_builds_and_passes() {
     let d = tempfile::tempdir().unwrap();
-    let r = emit("foo", include_str!("../c-benchmarks/running_example.c"), "foo", d.path());
-    let (c, bc) = emitted_test(&r);
-    assert_eq!(build_and_run(&c, &bc), 0);
+    let (r, _program) = emit("foo", include_str!("../c-benchmarks/running_example.c"), "foo", d.path());
+    let c = emitted_test(&r);
+    assert_eq!(build_and_run(&c), 0);
     // The generated Makefile builds and runs every test.
     let make = Command::new("make").arg("-C").arg(d.path()).arg(format!("CC={}", clang().display())).output().unwrap();
     assert!(make.status.success(), "{}", String::from_utf8_lossy(&make.stdout));
@@ -58,8 +75,8 @@ fn every_engines_witness_of_the_running_example_becomes_a_passing_test() {
         let p = c_program("foo", include_str!("../c-benchmarks/running_example.c"));
         let r = json_report(&p.path, &["--function", "foo", "--call", "reach_error", "--engine", engine, "--timeout", "30", "--emit-tests", d.path().to_str().unwrap()]);
         assert_eq!(r["verdict"], "reachable", "{engine}: {r:#}");
-        let (c, bc) = emitted_test(&r);
-        assert_eq!(build_and_run(&c, &bc), 0, "{engine}: the emitted test must pass: {}", std::fs::read_to_string(&c).unwrap_or_default());
+        let c = emitted_test(&r);
+        assert_eq!(build_and_run(&c), 0, "{engine}: the emitted test must pass: {}", std::fs::read_to_string(&c).unwrap_or_default());
     }
 }
 
@@ -67,26 +84,25 @@ fn every_engines_witness_of_the_running_example_becomes_a_passing_test() {
 fn wrap_around_test_passes_and_fails_when_its_input_changes() {
     let d = tempfile::tempdir().unwrap();
     let src = "extern void reach_error(void);\nvoid f(unsigned x) { if (x + 1 == 0) reach_error(); }";
-    let r = emit("wrap", src, "f", d.path());
-    let (c, bc) = emitted_test(&r);
-    assert_eq!(build_and_run(&c, &bc), 0);
-    // The test is not vacuous: with another input it exits non-zero.
+    let (r, _program) = emit("wrap", src, "f", d.path());
+    let c = emitted_test(&r);
+    assert_eq!(build_and_run(&c), 0);
+    // The test is not vacuous: with another input it fails.
     let text = std::fs::read_to_string(&c).unwrap();
-    assert!(text.contains("4294967295u"), "{text}");
-    let broken = c.with_file_name("broken.c");
-    std::fs::write(&broken, text.replace("4294967295u", "5u")).unwrap();
-    assert_ne!(build_and_run(&broken, &bc), 0);
+    assert!(text.contains("f(4294967295);"), "{text}");
+    let broken = variant(&c, "broken", |t| t.replace("f(4294967295);", "f(5);"));
+    assert_ne!(build_and_run(&broken), 0);
 }
 
 #[test]
 fn string_comparison_on_a_char_pointer() {
     let d = tempfile::tempdir().unwrap();
     let src = "#include <string.h>\nextern void reach_error(void);\nvoid f(const char *s) { if (strcmp(s, \"hello\") == 0) reach_error(); }";
-    let r = emit("str", src, "f", d.path());
+    let (r, _program) = emit("str", src, "f", d.path());
     let bytes: Vec<u8> = r["witness"]["inputs"][0]["bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8).collect();
     assert!(bytes.starts_with(b"hello\0"), "{bytes:?}");
-    let (c, bc) = emitted_test(&r);
-    assert_eq!(build_and_run(&c, &bc), 0);
+    let c = emitted_test(&r);
+    assert_eq!(build_and_run(&c), 0);
 }
 
 #[test]
@@ -94,9 +110,9 @@ fn nondet_calls_in_main_give_testcomp_xml() {
     let d = tempfile::tempdir().unwrap();
     let src = "extern void reach_error(void);\nextern int __VERIFIER_nondet_int(void);\nextern unsigned char __VERIFIER_nondet_uchar(void);\n\
                int main(void) { int a = __VERIFIER_nondet_int(); unsigned char c = __VERIFIER_nondet_uchar(); if (a < -5 && a > -9 && c == 'z') reach_error(); return 0; }";
-    let r = emit("nd", src, "main", d.path());
-    let (c, bc) = emitted_test(&r);
-    assert_eq!(build_and_run(&c, &bc), 0);
+    let (r, _program) = emit("nd", src, "main", d.path());
+    let c = emitted_test(&r);
+    assert_eq!(build_and_run(&c), 0);
 
     // testcase-N.xml: a <testcase> of <input> elements, one per nondet value, in call order.
     let xml = std::fs::read_to_string(d.path().join("testcase-1.xml")).unwrap();
@@ -152,9 +168,9 @@ fn a_second_target_takes_the_next_number_and_user_files_are_kept() {
 fn main_with_argc_and_argv_gets_a_real_argv() {
     let d = tempfile::tempdir().unwrap();
     let src = "#include <stdio.h>\nextern void reach_error(void);\nint main(int argc, char **argv) { printf(\"%s\\n\", argv[0]); if (argc == 3 && argv[2][0] == 0) reach_error(); return 0; }";
-    let r = emit("argv", src, "main", d.path());
-    let (c, bc) = emitted_test(&r);
-    assert_eq!(build_and_run(&c, &bc), 0);
+    let (r, _program) = emit("argv", src, "main", d.path());
+    let c = emitted_test(&r);
+    assert_eq!(build_and_run(&c), 0);
 }
 
 /// The strings of argv are inputs: the replay and the emitted test pass the witness's, and the
@@ -169,10 +185,10 @@ fn main_gets_the_witness_argument_strings() {
         let r = json_report(&p.path, &["--function", "main", "--call", "reach_error", "--engine", engine]);
         assert_eq!(r["verdict"], "reachable", "{engine}: {r:#}");
     }
-    let r = emit("argvstr", src, "main", d.path());
-    let (c, bc) = emitted_test(&r);
-    assert!(std::fs::read_to_string(&c).unwrap().contains("apc_given_argv"));
-    assert_eq!(build_and_run(&c, &bc), 0);
+    let (r, _program) = emit("argvstr", src, "main", d.path());
+    let c = emitted_test(&r);
+    assert!(std::fs::read_to_string(&c).unwrap().contains("static char *argv[] = {(char *)\"apc\", (char *)\"-x\", (char *)\"7"));
+    assert_eq!(build_and_run(&c), 0);
     // The twin: no argument string passes both tests.
     let twin = src.replace("argv[2][0] == '7'", "argv[1][1] == 'y'");
     let p = c_program("argvtwin", &twin);
@@ -266,7 +282,7 @@ fn emitting_again_is_idempotent_and_follows_source_edits() {
         let r = json_report(&p.path, &args);
         assert_eq!(r["verdict"], "reachable", "{r:#}");
     }
-    let tests = |dir: &Path| std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "c")).count();
+    let tests = |dir: &Path| std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "target")).count();
     assert_eq!(tests(&dir), 1, "the same witness twice is one test");
     // An edit (the constant changes): accepted, the metadata names the new program.
     let before = std::fs::read_to_string(dir.join("metadata.xml")).unwrap();
@@ -355,8 +371,8 @@ fn bytes_in_front_of_a_string_are_inputs() {
         assert_eq!(bytes[f - 1] & 7, 1, "{engine}: the type byte at s[-1]: {s}");
         assert_eq!(bytes[f - 3], 42, "{engine}: the length at s[-3]: {s}");
         assert_eq!(bytes[f], u64::from(b'x'), "{engine}: {s}");
-        let (c, bc) = emitted_test(&r);
-        assert_eq!(build_and_run(&c, &bc), 0, "{engine}: the emitted test passes");
+        let c = emitted_test(&r);
+        assert_eq!(build_and_run(&c), 0, "{engine}: the emitted test passes");
     }
     let p = c_program("hdr", STRING_HEADER);
     let out = run_on(&p.path, &["--function", "check", "--call", "reach_error", "--engine", "apc"]);
@@ -410,4 +426,101 @@ int count_a(const char *p, size_t len) {
     assert_eq!(inputs[1]["value"], 3, "three bytes, all 'a': {r:#}");
     let bytes: Vec<u64> = inputs[0]["bytes"].as_array().unwrap().iter().take(3).map(|b| b.as_u64().unwrap()).collect();
     assert_eq!(bytes, vec![97, 97, 97], "{r:#}");
+}
+
+const KV_PARSER: &str = "#include <stddef.h>\n\nint parse(const char *s, size_t len) {\n    if (len < 3)\n        return -1;\n    if (s[0] == 'K' && s[1] == 'V') {\n        if (s[2] == 2)\n            return 7;\n        return 1;\n    }\n    return 0;\n}\n";
+
+/// The files of `dir`, name and bytes, in name order.
+fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()).map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap())).collect();
+    v.sort();
+    v
+}
+
+/// `--seed` (fixed by default): the same command twice gives the same JSON witness and the same
+/// emitted files, byte for byte; with `--reduce 0` too, where the fuzzer's length (random, far
+/// past its buffer) is still fitted into the buffer.
+#[test]
+fn two_runs_give_the_same_witness_and_the_same_test_files() {
+    let d = tempfile::tempdir().unwrap();
+    let p = c_program("kv", KV_PARSER);
+    for reduce in [None, Some("0")] {
+        let mut seen: Vec<(String, Vec<(String, Vec<u8>)>)> = vec![];
+        for k in 0..2 {
+            let dir = d.path().join(format!("t{k}{}", reduce.unwrap_or("")));
+            let mut args = vec!["--function", "parse", "--line", "kv.c:8", "--engine", "fuzz", "--timeout", "30", "--emit-tests", dir.to_str().unwrap()];
+            if let Some(r) = reduce {
+                args.extend(["--reduce", r]);
+            }
+            let r = json_report(&p.path, &args);
+            assert_eq!(r["verdict"], "reachable", "{r:#}");
+            let inputs = r["witness"]["inputs"].as_array().unwrap();
+            let (buffer, len) = (inputs[0]["bytes"].as_array().unwrap().len() as u64, inputs[1]["value"].as_u64().unwrap());
+            assert!(len <= buffer, "the length fits its buffer ({len} > {buffer}): {r:#}");
+            seen.push((serde_json::to_string(&r["witness"]).unwrap(), files_of(&dir)));
+        }
+        assert_eq!(seen[0].0, seen[1].0, "the same JSON witness (--reduce {reduce:?})");
+        assert_eq!(seen[0].1, seen[1].1, "the same emitted files (--reduce {reduce:?})");
+    }
+}
+
+/// The emitted test includes the current source and calls the function with literals: it
+/// passes on the source as analysed and after an edit above the target, fails when the
+/// target's branch is deleted or no longer taken, and `make coverage` lists the lines it ran.
+#[test]
+fn an_emitted_test_follows_the_current_source() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("kv.c");
+    std::fs::write(&src, KV_PARSER).unwrap();
+    let tests = d.path().join("tests");
+    let out = apc_llvm(&[src.to_str().unwrap(), "--function", "parse", "--line", "kv.c:8", "--engine", "apc", "--timeout", "30", "--json", "--emit-tests", tests.to_str().unwrap()]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let c = emitted_test(&r);
+    let text = std::fs::read_to_string(&c).unwrap();
+    assert!(text.contains("#include \"../kv.c\"") && text.contains("static char s[") && text.contains("= \"KV\\x02\";") && text.contains("parse(s, 3);"), "{text}");
+    for generated in std::fs::read_dir(&tests).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "c")) {
+        let t = std::fs::read_to_string(&generated).unwrap();
+        assert!(!t.contains("syscall") && !t.contains("__asm__") && !t.contains("apc_arena"), "{}: {t}", generated.display());
+    }
+    let make = |target: &str| {
+        let o = Command::new("make").arg("-C").arg(&tests).arg(target).output().unwrap();
+        (o.status.success(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    };
+    let (ok, log) = make("all");
+    assert!(ok && log.contains("PASS parse_if_then12_1: reached ../kv.c:8:13"), "{log}");
+    let (ok, log) = make("coverage");
+    assert!(ok, "{log}");
+    let covered: Vec<&str> = log.lines().filter(|l| l.contains("kv.c:")).collect();
+    assert!(covered.iter().any(|l| l.trim_end().ends_with("kv.c:8: 1")) && !covered.iter().any(|l| l.contains("kv.c:9:")), "{log}");
+    // Lines inserted above: the target's line is found again.
+    std::fs::write(&src, format!("/* a header */\n\n{KV_PARSER}")).unwrap();
+    let (ok, log) = make("test");
+    assert!(ok && log.contains("reached ../kv.c:10:13"), "{log}");
+    // The branch no longer taken by this input.
+    std::fs::write(&src, KV_PARSER.replace("s[2] == 2", "s[2] == 3")).unwrap();
+    let (ok, log) = make("test");
+    assert!(!ok && log.contains("FAIL parse_if_then12_1: the target ../kv.c:8:13 did not run"), "{log}");
+    // The branch deleted.
+    std::fs::write(&src, KV_PARSER.replace("        if (s[2] == 2)\n            return 7;\n", "")).unwrap();
+    let (ok, log) = make("test");
+    assert!(!ok && log.contains("FAIL parse_if_then12_1: the target line is gone"), "{log}");
+    std::fs::write(&src, KV_PARSER).unwrap();
+    assert!(make("test").0);
+}
+
+/// Pointer fields, a function pointer and a string behind a struct become real objects of the
+/// test (no address from replay's layout): it builds and passes with plain make.
+#[test]
+fn a_witness_with_pointer_fields_builds_with_plain_make() {
+    let d = tempfile::tempdir().unwrap();
+    let src = "#include <stddef.h>\nstruct buf { char *data; size_t len; };\nstruct node { int kind; struct buf *b; int (*cb)(int); };\nstatic int twice(int x) { return 2 * x; }\n\
+               int walk(struct node *n) {\n    if (n && n->kind == 7 && n->b && n->b->len > 2 && n->b->data && n->b->data[1] == 'Q' && n->cb == twice)\n        return 1;\n    return 0;\n}\n";
+    let p = c_program("node", src);
+    let r = json_report(&p.path, &["--function", "walk", "--line", "node.c:7", "--timeout", "30", "--emit-tests", d.path().to_str().unwrap()]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    let c = emitted_test(&r);
+    let text = std::fs::read_to_string(&c).unwrap();
+    assert!(text.contains("*(void **)(n + 8) = n_0;") && text.contains("(void *)&twice"), "{text}");
+    assert_eq!(build_and_run(&c), 0, "{text}");
 }

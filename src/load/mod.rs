@@ -47,6 +47,9 @@ pub struct Loaded {
     pub function_table: Vec<String>,
     /// The source file and line of the (first) target, when the bitcode has debug lines.
     pub target_location: Option<(String, u32)>,
+    /// File, line and column of every target block's start (an emitted test checks that one of
+    /// them ran).
+    pub target_positions: Vec<(String, u32, u32)>,
     /// How many functions with a body were normalised (the analysed function and what a call
     /// of it can run, see `demand`).
     pub functions_normalised: usize,
@@ -394,6 +397,7 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
     let resolved = target::resolve(m, function, spec)?;
     let target_note = resolved.iter().find_map(|t| t.note.clone());
     let target_location = resolved.first().and_then(target::source_location);
+    let target_positions: Vec<(String, u32, u32)> = resolved.iter().filter_map(target::source_position).collect();
     debug!(?spec, count = resolved.len(), "target resolved");
     let target_blocks: Vec<String> =
         resolved.iter().map(|t| format!("{}:{}", t.function, t.label)).collect();
@@ -542,5 +546,5 @@ pub fn load_with(path: &Path, function: &str, spec: &TargetSpec, options: &LoadO
         targets = program.function.target_blocks().len(),
         "lowered '{function}'"
     );
-    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, function_table, replay_function, assumptions, recursion_cut, target_location, functions_normalised, target_note })
+    Ok(Loaded { program, instrumented_bitcode, target_blocks, declared_functions, function_table, replay_function, assumptions, recursion_cut, target_location, target_positions, functions_normalised, target_note })
 }

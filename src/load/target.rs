@@ -451,6 +451,19 @@ pub fn source_location(t: &ResolvedTarget) -> Option<(String, u32)> {
     None
 }
 
+/// Like [`source_location`], with the column of that instruction.
+pub fn source_position(t: &ResolvedTarget) -> Option<(String, u32, u32)> {
+    let from = t.at.into_iter().chain(llvm::instructions(t.block));
+    for i in from {
+        if let (Some(line), Some(file)) = (llvm::debug_line(i), llvm::debug_file(i)) {
+            let dir = llvm::debug_dir(i);
+            let path = if file.starts_with('/') || dir.is_empty() { file } else { format!("{dir}/{file}") };
+            return Some((path, line, llvm::debug_column(i).unwrap_or(1)));
+        }
+    }
+    None
+}
+
 /// Inserts the marker call into every resolved target block, where the target starts. All blocks
 /// of one spec share the target number `id`.
 pub fn instrument(m: LLVMModuleRef, targets: &[ResolvedTarget], id: u32) {

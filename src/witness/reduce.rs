@@ -116,6 +116,31 @@ pub fn reduce(w: &Witness, shapes: &[BufferShape], budget: Budget, judge: &(dyn 
     Reduced { witness, runs: r.runs, kept: r.kept }
 }
 
+/// Only the tied lengths, whatever the reduction's budget (`--reduce 0` too): a length past its
+/// whole buffer is tried at the buffer data's length, else the buffer grows to the length, so
+/// that the witness shown never has a length its buffer lacks when a replay allows it. A few
+/// runs at most, none when every length fits.
+pub fn fit_lengths(w: &Witness, shapes: &[BufferShape], budget: Budget, judge: &(dyn Fn(&Witness) -> Judgement + Sync)) -> Reduced {
+    let mut r = Reducer { best: w.clone(), runs: 0, kept: 0, budget, stopped: false, judge };
+    for (k, shape) in shapes.iter().enumerate() {
+        let Some(l) = shape.length_param else { continue };
+        let Some(ParamInput::Int { width, value, .. }) = r.best.params.get(l) else { continue };
+        let (width, value) = (*width, *value);
+        let have = buffer_at(&r.best, &[k]).map_or(0, |(bytes, _, _)| bytes.len() as u64);
+        if value <= have {
+            continue;
+        }
+        let mut shorter = r.best.clone();
+        if let ParamInput::Int { value, .. } = &mut shorter.params[l] {
+            *value = r.data_len(&[k]) as u64 & mask(width);
+        }
+        if !r.try_keep(shorter) && !shape.fixed {
+            r.buffer_to_length(k, l);
+        }
+    }
+    Reduced { witness: r.best, runs: r.runs, kept: r.kept }
+}
+
 /// The size of a witness as a user sees it: buffer data bytes (slack and pointees included),
 /// nondet values, and the bytes of non-zero integers' magnitudes.
 pub fn size(w: &Witness) -> u64 {

@@ -139,6 +139,11 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     report.target_note = loaded.target_note.clone();
     report.functions_loaded = Some(loaded.functions_normalised);
     report.location = loaded.target_location.as_ref().map(|(f, l)| format!("{f}:{l}"));
+    report.column = match (&loaded.target_location, loaded.target_positions.first()) {
+        (Some((f, l)), Some((pf, pl, c))) if f == pf && l == pl => Some(*c),
+        _ => None,
+    };
+    report.target_function = loaded.target_blocks.first().and_then(|b| b.split_once(':')).map(|(f, _)| f.to_string());
     report.timings.insert("load".into(), t_load);
     report.timings.insert("cfg".into(), t_cfg);
     progress.set_partial(&report);
@@ -459,6 +464,14 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(u
         load::TargetSet::EveryLineOf(f) => format!("every line of {f}"),
         load::TargetSet::Listed(_) => "the listed targets".to_string(),
     };
+    let total = targets.len();
+    // The batch's index of each target this shard analyses: by position, so that the split
+    // is the same on every machine that lists the same targets.
+    let indices: Vec<usize> = match config.shard {
+        Some((k, of)) => (0..total).filter(|i| i % of == k - 1).collect(),
+        None => (0..total).collect(),
+    };
+    let targets: Vec<load::TargetSpec> = indices.iter().map(|&i| targets[i].clone()).collect();
     let n = targets.len();
     each(0, n, None);
     let next = AtomicUsize::new(0);
@@ -508,13 +521,13 @@ pub fn run_batch(config: &Config, set: &load::TargetSet, each: &mut (dyn FnMut(u
         }
         work();
     });
-    let mut batch = crate::report::batch::BatchReport { function: config.function.clone(), what, entries: vec![], skipped: vec![] };
+    let mut batch = crate::report::batch::BatchReport { function: config.function.clone(), what, entries: vec![], skipped: vec![], total, shard: config.shard };
     let was_abandoned = abandoned.load(Ordering::SeqCst);
-    for (t, r) in targets.iter().zip(results.into_inner().unwrap_or_else(|e| e.into_inner())) {
+    for ((t, r), &index) in targets.iter().zip(results.into_inner().unwrap_or_else(|e| e.into_inner())).zip(&indices) {
         match r {
-            Some(Ok(report)) => batch.entries.push(crate::report::batch::BatchEntry { target: t.describe(), report }),
+            Some(Ok(report)) => batch.entries.push(crate::report::batch::BatchEntry { target: t.describe(), index, report }),
             Some(Err(e)) => return (Err(e), was_abandoned),
-            None => batch.skipped.push(t.describe()),
+            None => batch.skipped.push((index, t.describe())),
         }
     }
     (Ok(batch), was_abandoned)

@@ -56,6 +56,9 @@ pub struct Config {
     pub ub_is_error: bool,
     /// Targets analysed at once in the batch modes (`--cover`, `--all-calls`, `--all-lines`, `--targets`).
     pub jobs: usize,
+    /// `--shard K/N` (K from 1): a batch analyses only the targets whose index in the whole
+    /// batch is K - 1 modulo N, so that N machines split one batch.
+    pub shard: Option<(usize, usize)>,
     /// `--pure NAME`: functions whose calls stay unknowns in the APC and are run natively on the
     /// model's arguments (mixed concrete-symbolic solving, see [`crate::replay::pure`]).
     pub pure_functions: Vec<String>,
@@ -111,6 +114,7 @@ impl Config {
             check_ub: false,
             ub_is_error: false,
             jobs: default_jobs(),
+            shard: None,
             pure_functions: vec![],
             smtlib: true,
             reduce_budget: None,

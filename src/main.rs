@@ -101,6 +101,26 @@ struct Cli {
     /// Print one JSON object on stdout instead of the human report
     #[arg(help_heading = "Output", long)]
     json: bool,
+    /// Also write the result as SARIF 2.1.0 to FILE (one result per target)
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
+    sarif: Option<PathBuf>,
+    /// Batch modes: also write an HTML report of the source lines to DIR/index.html
+    #[arg(help_heading = "Output", long, value_name = "DIR")]
+    html: Option<PathBuf>,
+    /// One target: also write an SV-COMP witness (format 2.0, YAML) to FILE
+    ///
+    /// One target: also write an SV-COMP verification witness (format 2.0, YAML) to FILE: a
+    /// violation witness for a reachable target of main, a correctness witness for an
+    /// unreachable one (nothing for unknown)
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
+    witness: Option<PathBuf>,
+    /// Batch modes: analyse only the K-th of N shares of the targets
+    ///
+    /// Batch modes: analyse only the K-th of N shares of the targets (1 <= K <= N): the target
+    /// at index i of the whole batch (0-based, in the batch's order) belongs to share i mod N + 1.
+    /// `apc-llvm merge` joins the shares' --json reports
+    #[arg(help_heading = "Targets", long, value_name = "K/N")]
+    shard: Option<String>,
     /// Wall-clock budget for the whole run, in seconds
     #[arg(help_heading = "Budget", long, value_name = "SECS", default_value_t = 60.0, allow_negative_numbers = true)]
     timeout: f64,
@@ -342,6 +362,23 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
             _ => return Err(Error::bad_input(format!("--arg-size '{a}': expected NAME=BYTES with 1 <= BYTES <= {MAX_ARG_SIZE}"))),
         }
     }
+    for (flag, file) in [("--sarif", &cli.sarif), ("--witness", &cli.witness)] {
+        if let Some(f) = file {
+            // Before the analysis: a verdict must never be lost to an unwritable path.
+            let dir = f.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+            if !dir.is_dir() || f.is_dir() {
+                return Err(Error::bad_input(format!("{flag} {}: no directory {} to write it in", f.display(), dir.display())));
+            }
+        }
+    }
+    if let Some(d) = &cli.html {
+        if d.exists() && !d.is_dir() {
+            return Err(Error::bad_input(format!("--html {}: exists and is not a directory", d.display())));
+        }
+    }
+    if let Some(s) = &cli.shard {
+        config.shard = Some(parse_shard(s)?);
+    }
     if let Some(j) = cli.jobs {
         if !(1..=256).contains(&j) {
             return Err(Error::bad_input(format!("--jobs must be between 1 and 256, got {j}")));
@@ -374,6 +411,33 @@ fn config_from(cli: &Cli) -> Result<Config, Error> {
         config.late_engines = vec![];
     }
     Ok(config)
+}
+
+/// `--shard K/N`.
+fn parse_shard(s: &str) -> Result<(usize, usize), Error> {
+    let parsed = s.split_once('/').and_then(|(k, n)| Some((k.trim().parse::<usize>().ok()?, n.trim().parse::<usize>().ok()?)));
+    match parsed {
+        Some((k, n)) if n >= 1 && (1..=n).contains(&k) => Ok((k, n)),
+        _ => Err(Error::bad_input(format!("--shard '{s}': expected K/N with 1 <= K <= N (e.g. 2/4)"))),
+    }
+}
+
+/// Writes `text` to `file` for option `flag`; failing is bad input (the path).
+fn write_output(flag: &str, file: &std::path::Path, text: &str) -> Result<(), Error> {
+    std::fs::write(file, text).map_err(|e| Error::bad_input(format!("{flag} {}: {e}", file.display())))
+}
+
+/// The files a batch's `--sarif` and `--html` ask for, from its JSON report.
+fn write_batch_outputs(cli: &Cli, json: &serde_json::Value) -> Result<(), Error> {
+    if let Some(f) = &cli.sarif {
+        let reports = json["targets"].as_array().cloned().unwrap_or_default();
+        let cwd = std::env::current_dir().unwrap_or_default();
+        write_output("--sarif", f, &format!("{:#}\n", apc_llvm::report::sarif::sarif(&reports, &cwd)))?;
+    }
+    if let Some(d) = &cli.html {
+        apc_llvm::report::html::write(d, json).map_err(|e| Error::bad_input(format!("--html {}: {e}", d.display())))?;
+    }
+    Ok(())
 }
 
 /// Clang flags of the compiler options, as the project's build would pass them: `-D` and `-U`
@@ -496,10 +560,16 @@ fn run_batch(cli: &Cli, set: &apc_llvm::load::TargetSet, expect: Option<&[String
     let (result, _abandoned) = analysis::run_batch(&config, set, &mut progress);
     let code = match result {
         Ok(batch) => {
+            let json = batch.to_json();
             if cli.json {
-                print_out(&format!("{}\n", batch.to_json()));
+                print_out(&format!("{json}\n"));
             } else {
                 print_out(&batch.to_text());
+            }
+            let parsed: serde_json::Value = serde_json::from_str(&json).expect("a batch report is JSON");
+            if let Err(e) = write_batch_outputs(cli, &parsed) {
+                eprintln!("apc-llvm: error: {e}");
+                return end(e.exit_status());
             }
             // A target the batch could not analyse counts as unknown for --expect/--fail-on,
             // and alone makes the status 3.
@@ -524,6 +594,99 @@ fn run_batch(cli: &Cli, set: &apc_llvm::load::TargetSet, expect: Option<&[String
         }
     };
     end(code)
+}
+
+/// The files a single target's `--sarif` and `--witness` ask for, from its JSON report.
+fn write_single_outputs(cli: &Cli, json: &str) -> Result<(), Error> {
+    let v: serde_json::Value = serde_json::from_str(json).expect("a report is JSON");
+    if let Some(f) = &cli.sarif {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        write_output("--sarif", f, &format!("{:#}\n", apc_llvm::report::sarif::sarif(&[v.clone()], &cwd)))?;
+    }
+    if let Some(f) = &cli.witness {
+        let inputs: Vec<&std::path::Path> = cli.inputs.iter().map(|p| p.as_path()).collect();
+        match apc_llvm::report::svwitness::witness(&v, &inputs) {
+            Ok(yaml) => write_output("--witness", f, &yaml)?,
+            // No witness is no error: the verdict stands.
+            Err(why) => eprintln!("apc-llvm: no witness written to {}: {why}", f.display()),
+        }
+    }
+    Ok(())
+}
+
+/// `apc-llvm merge A.json B.json ... [--json] [--sarif FILE] [--html DIR]`.
+#[derive(Parser, Debug)]
+#[command(name = "apc-llvm merge", max_term_width = 100)]
+struct MergeCli {
+    /// Batch reports (--json) of the shards of one batch (--shard K/N)
+    #[arg(required = true, value_name = "REPORT.json")]
+    reports: Vec<PathBuf>,
+    /// Print the merged report as JSON instead of the human summary
+    #[arg(long)]
+    json: bool,
+    /// Also write the merged result as SARIF 2.1.0 to FILE
+    #[arg(long, value_name = "FILE")]
+    sarif: Option<PathBuf>,
+    /// Also write the HTML report of the merged batch to DIR/index.html
+    #[arg(long, value_name = "DIR")]
+    html: Option<PathBuf>,
+}
+
+/// Joins the shards' batch reports: exit 0, 2 for bad input, 3 when targets are missing (a shard
+/// not given) or a target was not analysed.
+fn run_merge(args: Vec<std::ffi::OsString>) -> ExitCode {
+    let cli = match MergeCli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("bad usage").trim_start_matches("error: ").to_string();
+            eprintln!("apc-llvm: error: merge: {first} (see merge --help)");
+            return ExitCode::from(2);
+        }
+    };
+    let result = (|| -> Result<i32, Error> {
+        let mut batches = vec![];
+        for r in &cli.reports {
+            let text = std::fs::read_to_string(r).map_err(|e| Error::bad_input(format!("merge: {}: {e}", r.display())))?;
+            let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::bad_input(format!("merge: {}: not JSON ({e})", r.display())))?;
+            batches.push((r.display().to_string(), v));
+        }
+        let (merged, missing) = apc_llvm::report::merge::merge(&batches).map_err(|e| Error::bad_input(format!("merge: {e}")))?;
+        if let Some(f) = &cli.sarif {
+            let dir = f.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+            if !dir.is_dir() {
+                return Err(Error::bad_input(format!("--sarif {}: no directory {}", f.display(), dir.display())));
+            }
+            let reports = merged["targets"].as_array().cloned().unwrap_or_default();
+            let cwd = std::env::current_dir().unwrap_or_default();
+            write_output("--sarif", f, &format!("{:#}\n", apc_llvm::report::sarif::sarif(&reports, &cwd)))?;
+        }
+        if let Some(d) = &cli.html {
+            apc_llvm::report::html::write(d, &merged).map_err(|e| Error::bad_input(format!("--html {}: {e}", d.display())))?;
+        }
+        if cli.json {
+            print_out(&format!("{merged}\n"));
+        } else {
+            print_out(&apc_llvm::report::merge::text(&merged));
+        }
+        let skipped = merged["skipped"].as_array().map_or(0, |s| s.len());
+        if missing > 0 {
+            eprintln!("apc-llvm: merge: {missing} of {} targets are in no report (a shard missing?)", merged["total_targets"]);
+            return Ok(3);
+        }
+        Ok(if skipped > 0 { 3 } else { 0 })
+    })();
+    match result {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            eprintln!("apc-llvm: error: {e}");
+            ExitCode::from(e.exit_status() as u8)
+        }
+    }
 }
 
 /// The verdicts of `--expect` / `--fail-on`.
@@ -552,6 +715,11 @@ fn emit_instrumented(config: &Config, out: &std::path::Path) -> Result<(), Error
 
 fn main() -> ExitCode {
     apc_llvm::cleanup::install();
+    // `merge` works on reports only; it has its own options (an input named `merge` is
+    // `./merge`).
+    if std::env::args_os().nth(1).is_some_and(|a| a == "merge") {
+        return run_merge(std::env::args_os().skip(1).collect());
+    }
     use clap::{CommandFactory, FromArgMatches};
     let parsed = Cli::command().try_get_matches_from(clang_spellings(std::env::args_os())).and_then(|m| {
         let mut cli = Cli::from_arg_matches(&m)?;
@@ -613,21 +781,33 @@ fn main() -> ExitCode {
             }
         };
     }
-    match batch_set(&cli) {
+    let misplaced = match batch_set(&cli) {
+        Ok(Some(_)) if cli.witness.is_some() => Some("--witness needs one target (--block, --line or --call); a batch writes --sarif or --html"),
         Ok(Some(set)) => return run_batch(&cli, &set, expect.as_deref(), fail_on.as_deref()),
-        Ok(None) => {}
+        Ok(None) if cli.html.is_some() => Some("--html needs a batch (--cover, --all-calls, --all-lines or --targets)"),
+        Ok(None) if cli.shard.is_some() => Some("--shard needs a batch (--cover, --all-calls, --all-lines or --targets)"),
+        Ok(None) => None,
         Err(e) => {
             eprintln!("apc-llvm: error: {e}");
             return ExitCode::from(e.exit_status() as u8);
         }
+    };
+    if let Some(m) = misplaced {
+        eprintln!("apc-llvm: error: {m}");
+        return ExitCode::from(2);
     }
     let result = config_from(&cli).and_then(|c| analysis::run_bounded(&c).result);
     let code = match result {
         Ok(report) => {
+            let json = report.to_json();
             if cli.json {
-                print_out(&format!("{}\n", report.to_json()));
+                print_out(&format!("{json}\n"));
             } else {
                 print_out(&report.to_text_detailed(cli.verbose > 0));
+            }
+            if let Err(e) = write_single_outputs(&cli, &json) {
+                eprintln!("apc-llvm: error: {e}");
+                return end(e.exit_status());
             }
             let verdict = report.verdict.to_string();
             match (&expect, &fail_on) {

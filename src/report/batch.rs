@@ -9,6 +9,8 @@ use std::fmt::Write;
 pub struct BatchEntry {
     /// The target as asked (`block if.then`).
     pub target: String,
+    /// Its position in the whole batch (before `--shard` split it): how shards merge back.
+    pub index: usize,
     pub report: Report,
 }
 
@@ -19,7 +21,12 @@ pub struct BatchReport {
     pub entries: Vec<BatchEntry>,
     /// Targets not analysed (the batch was stopped: memory bound, a stage that ignored the
     /// deadline).
-    pub skipped: Vec<String>,
+    /// With their positions in the whole batch.
+    pub skipped: Vec<(usize, String)>,
+    /// Targets of the whole batch, all shards together.
+    pub total: usize,
+    /// `--shard K/N`: this report has the K-th of N shares of the targets.
+    pub shard: Option<(usize, usize)>,
 }
 
 /// The text of source line `FILE:LINE`, trimmed (`None` when the file cannot be read).
@@ -44,8 +51,9 @@ impl BatchReport {
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         let (r, u, k) = self.summary();
-        let _ = writeln!(out, "{} of '{}': {} targets", self.what, self.function, self.entries.len() + self.skipped.len());
-        let width = self.entries.iter().map(|e| e.target.len()).chain(self.skipped.iter().map(String::len)).max().unwrap_or(6).max(6);
+        let shard = self.shard.map(|(k, n)| format!(" (shard {k}/{n} of {})", self.total)).unwrap_or_default();
+        let _ = writeln!(out, "{} of '{}': {} targets{shard}", self.what, self.function, self.entries.len() + self.skipped.len());
+        let width = self.entries.iter().map(|e| e.target.len()).chain(self.skipped.iter().map(|(_, t)| t.len())).max().unwrap_or(6).max(6);
         for e in &self.entries {
             let secs = e.report.timings.get("total").copied().unwrap_or(0.0);
             let how = match e.report.verdict {
@@ -66,7 +74,7 @@ impl BatchReport {
                 }
             }
         }
-        for t in &self.skipped {
+        for (_, t) in &self.skipped {
             let _ = writeln!(out, "  {t:<width$}  {:<11}  {:>7}  not analysed (the batch was stopped)", "unknown", "-");
         }
         let tests: usize = self.entries.iter().map(|e| e.report.tests.len().min(1)).sum();
@@ -82,15 +90,24 @@ impl BatchReport {
         let targets: Vec<serde_json::Value> = self
             .entries
             .iter()
-            .map(|e| serde_json::from_str(&e.report.to_json()).expect("a report is JSON"))
+            .map(|e| {
+                let mut v: serde_json::Value = serde_json::from_str(&e.report.to_json()).expect("a report is JSON");
+                v["batch_index"] = e.index.into();
+                v
+            })
             .collect();
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "function": self.function,
             "batch": self.what,
             "targets": targets,
-            "skipped": self.skipped,
+            "skipped": self.skipped.iter().map(|(_, t)| t).collect::<Vec<_>>(),
+            "skipped_indices": self.skipped.iter().map(|(i, _)| i).collect::<Vec<_>>(),
+            "total_targets": self.total,
             "summary": { "reachable": r, "unreachable": u, "unknown": k },
-        })
-        .to_string()
+        });
+        if let Some((k, n)) = self.shard {
+            v["shard"] = format!("{k}/{n}").into();
+        }
+        v.to_string()
     }
 }

@@ -4,6 +4,10 @@ pub mod batch;
 pub mod ctest;
 pub mod emit;
 pub mod engines;
+pub mod html;
+pub mod merge;
+pub mod sarif;
+pub mod svwitness;
 
 pub use engines::{EngineSummary, Invariant};
 
@@ -64,6 +68,14 @@ pub struct Report {
     /// Where the target is in the source: `FILE:LINE` (debug information permitting).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// The column of `location`'s first instruction (SARIF regions and witness waypoints
+    /// point at it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    /// The function whose code holds the target (a callee for `FUNC:LABEL` and lines in
+    /// callees): what the HTML report totals by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_function: Option<String>,
     /// Functions with a body the load normalised (what a call of the function can run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub functions_loaded: Option<usize>,
@@ -187,6 +199,8 @@ impl Report {
             function: f.name.clone(),
             target_spec,
             location: None,
+            column: None,
+            target_function: None,
             functions_loaded: None,
             target: f.target_blocks().into_iter().map(|b| f.label(b).to_string()).collect(),
             target_note: None,
@@ -238,6 +252,8 @@ impl Report {
             function: function.to_string(),
             target_spec,
             location: None,
+            column: None,
+            target_function: None,
             functions_loaded: None,
             target: vec![],
             target_note: None,

@@ -4,9 +4,12 @@ SHELL := /bin/bash
 export LLVM_SYS_191_PREFIX ?= /usr/lib/llvm-19
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 APT_PACKAGES := clang-19 lld-19 liblld-19-dev llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libz3-dev libclang-rt-19-dev csmith libcsmith-dev
+# What only the tests need: headless Chromium (the HTML report), GNU parallel (the shard
+# recipe of docs/guide.md), venv for the schema checks' Python packages (tests/ecosystem_tests.rs).
+TEST_APT_PACKAGES := chromium parallel python3-venv
 BIN := target/release/apc-llvm
 
-.PHONY: all deps build test run bench soundness asan clean
+.PHONY: all deps test-deps build test run bench soundness asan clean
 
 all: build
 
@@ -18,6 +21,9 @@ deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+test-deps:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(TEST_APT_PACKAGES)"
+
 build: deps
 	cargo build --release
 
@@ -25,7 +31,7 @@ build: deps
 # Two test threads: each test runs apc-llvm, which races two solver threads of its own.
 # Then the API docs without a warning (broken links), and a fixed-seed slice of the soundness
 # campaign (under 2 minutes): fails on a wrong verdict.
-test: deps
+test: deps test-deps
 	cargo test --release -- --test-threads=2
 	RUSTDOCFLAGS=-Dwarnings cargo doc --no-deps
 	scripts/soundness --seed 1 --seconds 80 --jobs 2 --reduce 0

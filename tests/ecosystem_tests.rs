@@ -246,3 +246,20 @@ fn bad_shards_and_misplaced_outputs_are_bad_input() {
     assert_bad_input(&run_on(&p.path, &["--function", "classify", "--cover", "--sarif", "/nonexistent/dir/x.sarif"]), "--sarif");
     assert_bad_input(&apc_llvm(&["merge", "/nonexistent.json"]), "merge");
 }
+
+/// The guide's recipe: the shards run by GNU parallel, then merged.
+#[test]
+fn the_gnu_parallel_recipe_of_the_guide_merges_to_the_whole_batch() {
+    let p = c_program("classify", PROG);
+    let whole = batch(&p, &[]);
+    assert!(Command::new("parallel").arg("--version").output().is_ok_and(|o| o.status.success()), "no GNU parallel: `make test-deps` installs it");
+    let bin = apc_llvm_bin();
+    let recipe = format!(
+        "parallel --halt now,fail=1 -j 2 '{bin} classify.c --function classify --cover --timeout 10 --json --shard {{}}/3 > shard-{{}}.json' ::: 1 2 3 && {bin} merge --json shard-*.json > batch.json",
+        bin = bin.display()
+    );
+    let out = Command::new("sh").arg("-c").arg(&recipe).current_dir(p.dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let merged: Value = serde_json::from_str(&std::fs::read_to_string(p.dir.path().join("batch.json")).unwrap()).unwrap();
+    assert_eq!(verdicts(&merged), verdicts(&whole));
+}

@@ -105,3 +105,37 @@ fn emit_instrumented_writes_only_the_marked_bitcode() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!bad.exists());
 }
+
+/// `make apc-check` leaves JUnit XML (one testcase per target), `make apc-sarif` one SARIF log
+/// of every target, and `APC_SHARD=K/N` analyses a share of the targets.
+#[test]
+fn junit_sarif_and_shards_of_the_make_fragment() {
+    let d = demo();
+    assert!(make(d.path(), "apc-check").status.success());
+    let junit = std::fs::read_to_string(d.path().join(".apc/results/junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    assert_eq!(cases.len(), 3, "{junit}");
+    assert!(cases.iter().all(|c| c.children().all(|k| !k.is_element())), "no failure: {junit}");
+    assert_eq!(doc.root_element().attribute("failures"), Some("0"));
+
+    assert!(make(d.path(), "apc-sarif").status.success());
+    let sarif: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.path().join(".apc/sarif/results.sarif")).unwrap()).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[2]["ruleId"], "unreachable");
+
+    let out = Command::new("make")
+        .arg("-C")
+        .arg(d.path())
+        .arg("apc")
+        .arg(format!("APC_MK={}", repo().join("scripts/apc.mk").display()))
+        .arg(format!("APC_LLVM={}", apc_llvm_bin().display()))
+        .arg("APC_SHARD=2/2")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let analysed: Vec<String> = stdout(&out).lines().filter(|l| l.contains("line:") || l.contains("call:")).map(str::to_string).collect();
+    assert_eq!(analysed.len(), 1, "the second of two shares of three targets: {analysed:?}");
+    assert!(analysed[0].contains("line:app.c:9"), "{analysed:?}");
+}

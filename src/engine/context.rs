@@ -61,6 +61,9 @@ pub struct Context {
     /// paths exploded or its build was cut) or its first proof attempt failed. The late
     /// provers then start at once instead of at half the budget.
     pub(super) provers_wanted: AtomicBool,
+    /// Set with `provers_wanted` when the APC cannot prove at all (it is incomplete): the late
+    /// provers then run at the searches' priority, sharing the cores rather than yielding.
+    pub(super) provers_only_hope: AtomicBool,
     /// The apc engine's quick first check ([`Context::quick_check`]): under way, done.
     pub(super) quick: Mutex<QuickCheck>,
     /// Signals changes of `quick` (a hand-over, its answer, the check's end).
@@ -118,6 +121,7 @@ impl Context {
             apc_solving_since: Mutex::new(None),
             apc_ended: AtomicBool::new(false),
             provers_wanted: AtomicBool::new(false),
+            provers_only_hope: AtomicBool::new(false),
             quick: Mutex::default(),
             quick_changed: std::sync::Condvar::new(),
             quick_proving: Arc::default(),
@@ -279,7 +283,11 @@ impl Context {
 
     /// Called by the apc engine when the APC will not prove the target soon (see
     /// `provers_wanted`).
-    pub fn want_provers(&self) {
+    /// `apc_incomplete`: the APC cannot prove anything (see `provers_only_hope`).
+    pub fn want_provers(&self, apc_incomplete: bool) {
+        if apc_incomplete {
+            self.provers_only_hope.store(true, Ordering::SeqCst);
+        }
         if !self.provers_wanted.swap(true, Ordering::SeqCst) {
             tracing::debug!("the APC has no quick proof: the late provers start now");
         }

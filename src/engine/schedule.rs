@@ -55,8 +55,10 @@ impl Engine for Late {
             // `replay::sandbox`'s wait).
             std::thread::sleep(self.start_at.saturating_duration_since(Instant::now()).clamp(Duration::from_millis(1), LATE_LOOK_INTERVAL));
         }
-        // SAFETY: a plain system call on this thread's own priority (threads it starts inherit it).
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(LATE_NICE)) };
+        if !cx.provers_only_hope.load(Ordering::SeqCst) {
+            // SAFETY: a plain system call on this thread's own priority (threads it starts inherit it).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(LATE_NICE)) };
+        }
         self.inner.run(cx)
     }
 }

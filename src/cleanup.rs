@@ -196,6 +196,14 @@ impl Drop for Guard {
     }
 }
 
+/// A new run in the same process (the library's `Session`): directories registered from now
+/// on are kept until the next [`finish`].
+pub fn restart() {
+    if !interrupted() {
+        FINISHED.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// At the end of a run: background work that is no longer needed (a native build the verdict
 /// came before) is stopped and its temporary directories go.
 pub fn finish() {

@@ -32,7 +32,7 @@ pub fn current() -> i32 {
 /// Puts every thread of the process back at the base priority, as far as allowed (raising a
 /// thread's priority back needs root or `RLIMIT_NICE`). Called just before the process ends:
 /// the last thread to leave tears the address space down, and when that is a thread lowered to
-/// nice 19 on a busy machine, unmapping a large analysis took seconds after the report.
+/// nice 19 on a busy machine, unmapping a large analysis delayed the end long after the report.
 pub fn restore_all() {
     let Some(base) = BASE.get().copied() else { return };
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return };

@@ -183,3 +183,24 @@ fn an_unknown_names_the_stubbed_function_it_may_be_owed_to() {
     assert!(r["reason"].as_str().unwrap().contains("replays ran with stubs returning 0 for ext"), "{r:#}");
     assert_eq!(r["stubs"][0], "ext", "{r:#}");
 }
+
+/// The library's front door, as an embedding tool uses it: one session, two analyses.
+#[test]
+fn the_front_door_analyses_a_target_and_the_session_cleans_up() {
+    use apc_llvm::{analyse, Config, Session, Target, Verdict};
+    let p = c_program("front_door", "int f(int x) {\n  if (x * 3 == 51) {\n    return 1;\n  }\n  if (x > 5 && x < 3) {\n    return 2;\n  }\n  return 0;\n}\n");
+    let session = Session::new();
+    let mut config = Config::new(&p.path, "f", Target::Line { file: "front_door.c".into(), line: 3, col: None });
+    config.timeout = std::time::Duration::from_secs(30);
+    let report = analyse(&session, &config).expect("an analysis");
+    assert_eq!(report.verdict, Verdict::Reachable, "{}", report.reason);
+    let witness = report.witness.expect("a witness");
+    assert!(witness.reached, "replayed into the target");
+    config.target = Target::Line { file: "front_door.c".into(), line: 6, col: None };
+    let report = analyse(&session, &config).expect("an analysis");
+    assert_eq!(report.verdict, Verdict::Unreachable, "{}", report.reason);
+    config.function = "nope".into();
+    let err = analyse(&session, &config).expect_err("no such function");
+    assert_eq!(err.exit_status(), 2, "{err}");
+    drop(session);
+}

@@ -184,3 +184,37 @@ fn the_default_portfolio_adds_the_horn_provers_late() {
     assert_eq!((&r["verdict"], &r["engine"]), (&"unreachable".into(), &"apc".into()), "{r:#}");
     assert!(r["engines"].get("chc").is_none() && r["engines"].get("k-induction").is_none(), "not started, not reported: {r:#}");
 }
+
+/// A loop with twelve independent flags, each set under `p_i` and checked under `p_i`: 2^12
+/// backbones per iteration, too many for the APC; the Horn-clause prover, started as soon as
+/// the APC is known incomplete, proves it within the default portfolio's budget. The twin
+/// that checks one flag the wrong way stays reachable.
+fn flags(n: usize, wrong: Option<usize>) -> String {
+    let mut s = String::from("extern int __VERIFIER_nondet_int(void);\nvoid reach_error(void);\nint main(void) {\n");
+    for i in 0..n {
+        s.push_str(&format!("  int p{i} = __VERIFIER_nondet_int(); int lk{i};\n"));
+    }
+    s.push_str("  while (1) {\n    if (__VERIFIER_nondet_int() == 0) break;\n");
+    for i in 0..n {
+        s.push_str(&format!("    lk{i} = 0;\n"));
+    }
+    for i in 0..n {
+        s.push_str(&format!("    if (p{i} != 0) lk{i} = 1;\n"));
+    }
+    for i in 0..n {
+        let expected = if wrong == Some(i) { 0 } else { 1 };
+        s.push_str(&format!("    if (p{i} != 0) {{ if (lk{i} != {expected}) {{ reach_error(); return 1; }} lk{i} = 0; }}\n"));
+    }
+    s.push_str("  }\n  return 0;\n}\n");
+    s
+}
+
+#[test]
+fn a_loop_of_twelve_flags_is_proved_by_the_default_portfolio_and_its_twin_reached() {
+    let p = c_program("flags12", &flags(12, None));
+    let r = json_report(&p.path, &["--function", "main", "--call", "reach_error", "--timeout", "60"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    let p = c_program("flags12_twin", &flags(12, Some(7)));
+    let r = json_report(&p.path, &["--function", "main", "--call", "reach_error", "--timeout", "60"]);
+    assert_reachable(&r);
+}

@@ -20,6 +20,7 @@ const TIERS: &[&[&str]] = &[
     &["config"],
     &["backstop"],
     &["analysis"],
+    &["api"],
     &["main"],
 ];
 

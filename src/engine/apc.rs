@@ -483,6 +483,8 @@ impl ApcSearch {
                 strengthened(invariants)
             )));
         }
+        // No quick proof, or no complete APC to prove with: the other provers start now.
+        cx.want_provers(!apc.complete);
         // An APC that alternates quantifiers leaves the first moments to the searches (see
         // `APC_YIELD`).
         if alternating {

@@ -57,6 +57,13 @@ pub struct Context {
     /// Set once the apc engine has ended without a definite finding (or when it does not run):
     /// the [`Late`] provers then start at once.
     pub(super) apc_ended: AtomicBool,
+    /// Set when the evidence says a proof needs the other provers: the APC is incomplete (its
+    /// paths exploded or its build was cut) or its first proof attempt failed. The late
+    /// provers then start at once instead of at half the budget.
+    pub(super) provers_wanted: AtomicBool,
+    /// Set with `provers_wanted` when the APC cannot prove at all (it is incomplete): the late
+    /// provers then run at the searches' priority, sharing the cores rather than yielding.
+    pub(super) provers_only_hope: AtomicBool,
     /// The apc engine's quick first check ([`Context::quick_check`]): under way, done.
     pub(super) quick: Mutex<QuickCheck>,
     /// Signals changes of `quick` (a hand-over, its answer, the check's end).
@@ -113,6 +120,8 @@ impl Context {
             apc_tid: Default::default(),
             apc_solving_since: Mutex::new(None),
             apc_ended: AtomicBool::new(false),
+            provers_wanted: AtomicBool::new(false),
+            provers_only_hope: AtomicBool::new(false),
             quick: Mutex::default(),
             quick_changed: std::sync::Condvar::new(),
             quick_proving: Arc::default(),
@@ -270,6 +279,18 @@ impl Context {
     /// Called by the apc engine when it has its APC and starts solving (its head start begins).
     pub fn apc_starts_solving(&self) {
         self.apc_solving_since.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Instant::now);
+    }
+
+    /// Called by the apc engine when the APC will not prove the target soon (see
+    /// `provers_wanted`).
+    /// `apc_incomplete`: the APC cannot prove anything (see `provers_only_hope`).
+    pub fn want_provers(&self, apc_incomplete: bool) {
+        if apc_incomplete {
+            self.provers_only_hope.store(true, Ordering::SeqCst);
+        }
+        if !self.provers_wanted.swap(true, Ordering::SeqCst) {
+            tracing::debug!("the APC has no quick proof: the late provers start now");
+        }
     }
 
     /// Called by the apc engine when its first model missed the target (see `apc_unproductive`).

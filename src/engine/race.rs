@@ -36,7 +36,7 @@ const STOP_GRACE: Duration = Duration::from_millis(2);
 
 /// How long past the engines' deadline the race waits for an engine that has not returned.
 /// Every engine checks the deadline itself, but some steps do not look (enumerating the paths
-/// of a 38,000-block function, a Z3 call between two interrupts): the race ends without them,
+/// of a huge straight-line function, a Z3 call between two interrupts): the race ends without them,
 /// so that the verdict comes at the deadline and not from the last-resort watcher after it.
 const DEADLINE_GRACE: Duration = Duration::from_millis(100);
 

@@ -8,7 +8,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// A prover that joins the race late, at `LATE_NICE`: once half of the budget is gone
-/// (`start_at`), or at once when the apc engine ended without a proof (or does not run).
+/// (`start_at`), or at once when the apc engine ended without a proof (or does not run), its
+/// APC is incomplete, or its quick proof attempt failed (`Context::want_provers`).
 /// The default portfolio's Horn-clause provers (`chc`, `k-induction`): alone they decide
 /// targets in seconds that the others do not, but on `c-benchmarks/` and the differential cases
 /// they decide nothing the three engines do not, and from the start they would take CPU from
@@ -39,7 +40,7 @@ impl Engine for Late {
             if cx.cancelled() {
                 return EngineResult { never_started: true, ..EngineResult::new(Finding::Unknown("not started".into())) };
             }
-            if Instant::now() >= self.start_at || cx.apc_ended.load(Ordering::SeqCst) {
+            if Instant::now() >= self.start_at || cx.apc_ended.load(Ordering::SeqCst) || cx.provers_wanted.load(Ordering::SeqCst) {
                 // Under the lock the race reads when it ends, so that a late engine is either
                 // reported or known not to have started.
                 let mut started = cx.late_started.lock().unwrap_or_else(|e| e.into_inner());
@@ -54,8 +55,10 @@ impl Engine for Late {
             // `replay::sandbox`'s wait).
             std::thread::sleep(self.start_at.saturating_duration_since(Instant::now()).clamp(Duration::from_millis(1), LATE_LOOK_INTERVAL));
         }
-        // SAFETY: a plain system call on this thread's own priority (threads it starts inherit it).
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(LATE_NICE)) };
+        if !cx.provers_only_hope.load(Ordering::SeqCst) {
+            // SAFETY: a plain system call on this thread's own priority (threads it starts inherit it).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, crate::priority::lowered(LATE_NICE)) };
+        }
         self.inner.run(cx)
     }
 }

@@ -41,9 +41,8 @@ const MAX_COPIES: usize = 64;
 
 /// Most instructions the analysed function may have once the unrolled copies are inlined into
 /// it (estimated before unrolling, see [`inlined_size`]): deeper unrolling than fits is cut to
-/// the depth that fits. A recursive-descent JSON parser (three mutually recursive functions
-/// calling each other from several sites) unrolled three deep inlined into millions of
-/// instructions; normalising it took the whole budget and 12 GB.
+/// the depth that fits. Mutual recursion called from several sites grows exponentially with
+/// the depth, and normalising the result could spend the whole budget and memory.
 const MAX_INLINED_INSTRUCTIONS: u64 = 100_000;
 
 /// What [`unroll`] did.

@@ -9,7 +9,7 @@ use crate::engine::apc::{ApcBuild, ApcEngine, ApcSearchConfig, BuiltApc};
 use crate::engine::pending::Pending;
 use crate::engine::dse::DseEngine;
 use crate::engine::fuzz::FuzzEngine;
-use crate::engine::{self, Context, Engine, EngineKind, Finding, SeedBoard};
+use crate::engine::{self, Context, Engine, EngineKind, Finding};
 use crate::error::Result;
 use crate::expr::Printer;
 use crate::load::{self, Loaded};
@@ -67,9 +67,117 @@ fn load_until(config: &Config, deadline: Instant) -> Result<Option<Loaded>> {
     }
 }
 
-/// [`run`], telling `progress` which stage it is in.
+/// [`run`], telling `progress` which stage it is in: load, start the native builds, lay out
+/// the report, start the APC's build, race the engines, and conclude from their finding.
 pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     let t0 = Instant::now();
+    let deadline = t0 + config.timeout;
+    let Some(loaded) = load_stage(config, progress, deadline)? else {
+        let mut report = Report::bare(&config.function, config.target.describe());
+        report.reason = "the time budget ran out while loading the program".into();
+        report.timings.insert("load".into(), t0.elapsed().as_secs_f64());
+        return Ok(report);
+    };
+    let t_load = t0.elapsed().as_secs_f64();
+    let mut background = Background::start(config, &loaded);
+    let t1 = Instant::now();
+    let f = &loaded.program.function;
+    let graph = Flowgraph::of_function(f);
+    let limits = Limits { max_backbones: config.max_backbones, deadline: Some(deadline) };
+    let eager_structure = eager_structure(config, f, &graph, limits, progress);
+    let mut report = skeleton_report(config, &loaded, eager_structure.as_ref());
+    report.timings.insert("load".into(), t_load);
+    report.timings.insert("cfg".into(), t1.elapsed().as_secs_f64());
+    progress.set_partial(&report);
+    if !graph.target_reachable() {
+        report.verdict = Verdict::Unreachable;
+        report.reason = "no path of the control-flow graph leads from the entry to the target".into();
+        return Ok(report);
+    }
+
+    // One copy of the program for every engine.
+    let program = Arc::new(loaded.program.clone());
+    let guide_for_dse: Arc<Pending<Option<crate::dse::Guide>>> = Arc::default();
+    let needs_apc = config.engines.iter().any(|e| matches!(e, EngineKind::Apc | EngineKind::Dse));
+    let (mut build, apc_source) = if needs_apc {
+        progress.enter("building the abstract path condition");
+        let job = ApcBuildJob {
+            program: program.clone(),
+            graph: graph.clone(),
+            limits,
+            structure: eager_structure.clone(),
+            deadline,
+            stop: Arc::default(),
+            smtlib: config.smtlib,
+            guide: config.engines.contains(&EngineKind::Dse).then(|| guide_for_dse.clone()),
+        };
+        let (control, source) = BuildControl::start(job, config.engines.contains(&EngineKind::Apc));
+        (Some(control), source)
+    } else {
+        (None, None)
+    };
+    let engines = make_engines(config, &loaded, &program, apc_source, &mut background, &guide_for_dse, t0 + config.timeout / 2);
+    // The engines aim a little before the deadline: stopping a fuzzer, killing a replay and
+    // joining Z3 threads take a moment, and the backstop answers for them at the deadline +
+    // `backstop::GRACE`.
+    let engines_deadline = deadline.checked_sub(ENGINE_MARGIN).unwrap_or(deadline).max(Instant::now());
+    let native = background.native.clone();
+    let cx = Arc::new(Context::new(native.clone(), engines_deadline, Arc::default(), Arc::default()));
+    progress.enter("racing the engines for a witness or a proof");
+    let result = engine::race(engines, &cx);
+    // A build the race no longer needs stops at its next step; what it finished goes into the
+    // report. A witness is reduced first (the build, lowered, may finish meanwhile): waiting
+    // for it before the reduction delayed every verdict found before the APC was built.
+    let reached = matches!(result.finding, Finding::Reached { .. });
+    if let Some(b) = &build {
+        b.race_ended(reached);
+    }
+    let mut star_causes: Vec<String> = vec![];
+    if !reached {
+        if let Some(b) = build.take() {
+            star_causes = b.finish(&mut report);
+        }
+    }
+    if let Some(m) = cx.median_run_seconds() {
+        report.timings.insert("replay_run_median".into(), m);
+    }
+    for (k, v) in result.timings {
+        *report.timings.entry(k).or_insert(0.0) += v;
+    }
+    report.engines = result.engines;
+    report.invariants = result.invariants;
+    report.engine = result.winner.map(|k| k.name().to_string());
+    match result.finding {
+        Finding::Reached { witness, run, report: wr } => {
+            let found = Found { witness, run, report: wr, winner: result.winner };
+            conclude_reached(config, &loaded, &native, found, &mut report, t0, progress);
+            if let Some(b) = build.take() {
+                star_causes = b.finish(&mut report);
+            }
+        }
+        Finding::Unreachable(why) => {
+            report.verdict = Verdict::Unreachable;
+            report.reason = why;
+            report.assumptions.extend(input_model_assumptions(&loaded.program, config.function == "main"));
+        }
+        Finding::Unknown(why) | Finding::NoWitness(why) => {
+            report.reason = why;
+            report.witness = result.attempt.map(|mut a| {
+                crate::witness::fit_buffers(&mut a.inputs, &f.params);
+                a
+            });
+        }
+    }
+    add_stubs_and_causes(config, &loaded, &native, &star_causes, &mut report);
+    if report.backbone_count == 0 && report.loops.is_empty() && eager_structure.is_none() {
+        paths_for_the_report(config, &graph, f, deadline, &mut report);
+    }
+    report.timings.insert("total".into(), t0.elapsed().as_secs_f64());
+    Ok(report)
+}
+
+/// Loads the program (after the stall a test may ask for), `None` when the deadline came first.
+fn load_stage(config: &Config, progress: &Progress, deadline: Instant) -> Result<Option<Loaded>> {
     // A stage that ignores the deadline, on demand of the tests of what a batch does then
     // (`tests/real_code_tests.rs`): the analysis of the named target stalls past it.
     if std::env::var("APC_LLVM_TEST_STALL_TARGET").is_ok_and(|t| t == config.target.describe()) {
@@ -78,54 +186,55 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
     }
     crate::priority::init();
     progress.enter("loading the program");
-    let loaded = match load_until(config, t0 + config.timeout)? {
-        Some(l) => l,
-        None => {
-            let mut report = Report::bare(&config.function, config.target.describe());
-            report.reason = "the time budget ran out while loading the program".into();
-            report.timings.insert("load".into(), t0.elapsed().as_secs_f64());
-            return Ok(report);
-        }
-    };
-    let t_load = t0.elapsed().as_secs_f64();
-    // The native builds (replay, and fuzzing when asked for) run while the APC is built and
-    // solved.
-    let native = Arc::new(Replayer::build_in_background(&loaded, config.keep_temps));
-    let mut fuzz = config.engines.contains(&EngineKind::Fuzz).then(|| {
-        let mut f = FuzzEngine::start(&loaded, config.keep_temps, config.engines.len() == 1);
-        f.seed = config.seed;
-        f
-    });
-    // The native evaluator of `--pure` functions, for the apc engine's mixed solving.
-    let mut pure = (!loaded.program.pure_functions.is_empty() && config.engines.contains(&EngineKind::Apc)).then(|| {
-        let (loaded, keep) = (loaded.clone(), config.keep_temps);
-        std::thread::spawn(move || crate::replay::pure::PureEvaluator::build(&loaded, keep))
-    });
+    load_until(config, deadline)
+}
 
-    let t1 = Instant::now();
-    let f = &loaded.program.function;
-    let graph = Flowgraph::of_function(f);
-    let limits = Limits { max_backbones: config.max_backbones, deadline: Some(t0 + config.timeout) };
-    // The paths to the target are enumerated by the engines that read the APC, on their own
-    // thread inside the race (it can take long: a loop calling a many-way helper has millions
-    // of paths per iteration), so that fuzzing and the provers start at once. Only a picture
-    // (`--dot`) needs them first.
-    let needs_apc = config.engines.iter().any(|e| matches!(e, EngineKind::Apc | EngineKind::Dse));
-    let eager_structure = config.dot.is_some().then(|| {
-        progress.enter("enumerating the paths to the target");
-        let s = Structure::compute(graph.clone(), limits);
-        info!(backbones = s.backbones.len(), loops = s.loops.len(), "loop structure computed");
-        s
-    });
-    let t_cfg = t1.elapsed().as_secs_f64();
+/// What runs in the background from the load on: the native replay build, the fuzzing build
+/// (when fuzzing races), and the native evaluator of `--pure` functions (for the apc engine's
+/// mixed solving).
+struct Background {
+    native: Arc<crate::replay::NativeBuild>,
+    fuzz: Option<FuzzEngine>,
+    pure: Option<std::thread::JoinHandle<Result<crate::replay::pure::PureEvaluator>>>,
+}
 
-    if let (Some(path), Some(structure)) = (&config.dot, &eager_structure) {
-        // A picture is a by-product: a failure to draw it is a warning, never the verdict.
-        if let Err(e) = write_dot(path, &crate::cfg::dot::to_dot(f, structure)) {
-            eprintln!("apc-llvm: warning: --dot {}: {e}", path.display());
-        }
+impl Background {
+    fn start(config: &Config, loaded: &Loaded) -> Background {
+        let native = Arc::new(Replayer::build_in_background(loaded, config.keep_temps));
+        let fuzz = config.engines.contains(&EngineKind::Fuzz).then(|| {
+            let mut f = FuzzEngine::start(loaded, config.keep_temps, config.engines.len() == 1);
+            f.seed = config.seed;
+            f
+        });
+        let pure = (!loaded.program.pure_functions.is_empty() && config.engines.contains(&EngineKind::Apc)).then(|| {
+            let (loaded, keep) = (loaded.clone(), config.keep_temps);
+            std::thread::spawn(move || crate::replay::pure::PureEvaluator::build(&loaded, keep))
+        });
+        Background { native, fuzz, pure }
     }
-    let mut report = match &eager_structure {
+}
+
+/// The paths to the target before the race, only for a picture (`--dot`): the engines that
+/// read the APC enumerate them on their own thread inside the race (it can take long: a loop
+/// calling a many-way helper has millions of paths per iteration), so that fuzzing and the
+/// provers start at once.
+fn eager_structure(config: &Config, f: &crate::ir::Function, graph: &Flowgraph, limits: Limits, progress: &Progress) -> Option<Structure> {
+    let path = config.dot.as_ref()?;
+    progress.enter("enumerating the paths to the target");
+    let s = Structure::compute(graph.clone(), limits);
+    info!(backbones = s.backbones.len(), loops = s.loops.len(), "loop structure computed");
+    // A picture is a by-product: a failure to draw it is a warning, never the verdict.
+    if let Err(e) = write_dot(path, &crate::cfg::dot::to_dot(f, &s)) {
+        eprintln!("apc-llvm: warning: --dot {}: {e}", path.display());
+    }
+    Some(s)
+}
+
+/// The report before the race: the function, its target and location, its loops and paths
+/// when they are known already (`--dot`), what the load assumed.
+fn skeleton_report(config: &Config, loaded: &Loaded, structure: Option<&Structure>) -> Report {
+    let f = &loaded.program.function;
+    let mut report = match structure {
         Some(s) => Report::new(f, config.target.describe(), s),
         None => {
             let mut r = Report::bare(&f.name, config.target.describe());
@@ -144,87 +253,40 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         _ => None,
     };
     report.target_function = loaded.target_blocks.first().and_then(|b| b.split_once(':')).map(|(f, _)| f.to_string());
-    report.timings.insert("load".into(), t_load);
-    report.timings.insert("cfg".into(), t_cfg);
-    progress.set_partial(&report);
-    if !graph.target_reachable() {
-        report.verdict = Verdict::Unreachable;
-        report.reason = "no path of the control-flow graph leads from the entry to the target".into();
-        return Ok(report);
-    }
+    report
+}
 
-    // Only the apc and dse engines read the APC. It is built on a thread of its own while the
-    // race already runs: the engines that need it wait for it there, the others (fuzzing, Horn
-    // clauses) start at once (a function whose APC is costly to build is no reason to wait).
-    let guide_for_dse: Arc<Pending<Option<crate::dse::Guide>>> = Arc::default();
-    let stop_building = Arc::new(AtomicBool::new(false));
-    let build_tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
-    let build_interrupter = solve::Interrupter::default();
-    // The build, as the apc engine's first step when it races (see `ApcBuild`), else
-    // on a thread of its own for the DSE's guide.
-    let mut apc_source: Option<ApcBuild> = None;
-    let apc_build = needs_apc.then(|| {
-        progress.enter("building the abstract path condition");
-        let job = ApcBuildJob {
-            program: loaded.program.clone(),
-            graph: graph.clone(),
-            limits,
-            structure: eager_structure.clone(),
-            deadline: t0 + config.timeout,
-            stop: stop_building.clone(),
-            smtlib: config.smtlib,
-            guide: config.engines.contains(&EngineKind::Dse).then(|| guide_for_dse.clone()),
-        };
-        let tid = build_tid.clone();
-        let interrupter = build_interrupter.clone();
-        if config.engines.contains(&EngineKind::Apc) {
-            let outcome = Arc::new(InEngineBuild::default());
-            let done = outcome.clone();
-            apc_source = Some(Box::new(move || {
-                *done.state.lock().unwrap_or_else(|e| e.into_inner()) = InEngineState::Running;
-                tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
-                let (description, built) = {
-                    let _interruptible = interrupter.enter();
-                    job.run()
-                };
-                *done.state.lock().unwrap_or_else(|e| e.into_inner()) = InEngineState::Done(description);
-                built
-            }));
-            BuildRun::InEngine(outcome)
-        } else {
-            BuildRun::Thread(
-                std::thread::Builder::new()
-                    .name("apc-build".into())
-                    .spawn(move || {
-                        tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
-                        let _interruptible = interrupter.enter();
-                        job.run().0
-                    })
-                    .expect("a thread for building the APC"),
-            )
-        }
-    });
+/// The engines of `config`, the late provers among them wrapped to start at `late_from` (see
+/// `engine::Late`) or when the evidence calls for them.
+fn make_engines(
+    config: &Config,
+    loaded: &Loaded,
+    program: &Arc<crate::ir::Program>,
+    apc_source: Option<ApcBuild>,
+    background: &mut Background,
+    guide_for_dse: &Arc<Pending<Option<crate::dse::Guide>>>,
+    late_from: Instant,
+) -> Vec<Box<dyn Engine>> {
+    let mut apc_source = apc_source;
     let mut make = |kind: &EngineKind| -> Option<Box<dyn Engine>> {
-            match kind {
-                EngineKind::Apc => Some(Box::new(ApcEngine {
-                    config: ApcSearchConfig { unfold_k: config.unfold_k, max_unfold_k: config.max_unfold_k, max_models: config.max_models },
-                    program: Arc::new(loaded.program.clone()),
-                    build: apc_source.take()?,
-                    pure: pure.take(),
-                })),
-                EngineKind::Dse => Some(Box::new(DseEngine {
-                    program: Arc::new(loaded.program.clone()),
-                    guide: guide_for_dse.clone(),
-                    stubbed: crate::replay::stubs::predicted(&loaded.declared_functions),
-                })),
-                EngineKind::Fuzz => Some(Box::new(fuzz.take()?)),
-                EngineKind::Chc => Some(Box::new(crate::engine::chc::ChcEngine { program: Arc::new(loaded.program.clone()) })),
-                EngineKind::KInduction => Some(Box::new(crate::engine::chc::KInductionEngine { program: Arc::new(loaded.program.clone()) })),
-            }
+        match kind {
+            EngineKind::Apc => Some(Box::new(ApcEngine {
+                config: ApcSearchConfig { unfold_k: config.unfold_k, max_unfold_k: config.max_unfold_k, max_models: config.max_models },
+                program: program.clone(),
+                build: apc_source.take()?,
+                pure: background.pure.take(),
+            })),
+            EngineKind::Dse => Some(Box::new(DseEngine {
+                program: program.clone(),
+                guide: guide_for_dse.clone(),
+                stubbed: crate::replay::stubs::predicted(&loaded.declared_functions),
+            })),
+            EngineKind::Fuzz => Some(Box::new(background.fuzz.take()?)),
+            EngineKind::Chc => Some(Box::new(crate::engine::chc::ChcEngine { program: program.clone() })),
+            EngineKind::KInduction => Some(Box::new(crate::engine::chc::KInductionEngine { program: program.clone() })),
+        }
     };
     let mut engines: Vec<Box<dyn Engine>> = config.engines.iter().filter_map(&mut make).collect();
-    // The late provers (see `engine::Late`), from half the budget on.
-    let late_from = t0 + config.timeout / 2;
     let late: Vec<Box<dyn Engine>> = config
         .late_engines
         .iter()
@@ -233,152 +295,91 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         .map(|inner| Box::new(crate::engine::Late { inner, start_at: late_from }) as Box<dyn Engine>)
         .collect();
     engines.extend(late);
-    let cancel = Arc::new(AtomicBool::new(false));
-    let seeds = Arc::new(SeedBoard::default());
-    // The engines aim a little before the deadline: stopping a fuzzer, killing a replay and
-    // joining Z3 threads take a moment, and the backstop answers for them at the deadline +
-    // `backstop::GRACE`.
-    let engines_deadline = (t0 + config.timeout).checked_sub(ENGINE_MARGIN).unwrap_or(t0 + config.timeout).max(Instant::now());
-    let cx = Arc::new(Context::new(native.clone(), engines_deadline, cancel, seeds));
-    progress.enter("racing the engines for a witness or a proof");
-    let result = engine::race(engines, &cx);
-    // A build the race no longer needs stops at its next step; what it finished goes into the
-    // report. A witness is reduced first (the build, lowered, may finish meanwhile): waiting
-    // for it before the reduction delayed every verdict the fuzzer or the DSE found before the
-    // APC was built by the whole wait (MatrIR: 50 ms of 0.36 s).
-    stop_building.store(true, std::sync::atomic::Ordering::SeqCst);
-    let race_end = Instant::now();
-    if apc_build.as_ref().is_some_and(|h| !h.is_finished()) {
-        // Out of its current check at once; it notices the stop flag at its next step.
-        build_interrupter.interrupt();
-    }
-    let lower_build = || {
-        let tid = build_tid.load(std::sync::atomic::Ordering::SeqCst);
-        if tid > 0 {
-            // SAFETY: a plain system call; at worst the thread has just ended.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(19)) };
+    engines
+}
+
+/// A witness an engine found, with its native run.
+struct Found {
+    witness: Witness,
+    run: RunOutcome,
+    report: crate::report::WitnessReport,
+    winner: Option<EngineKind>,
+}
+
+/// The `reachable` verdict: the witness reduced and fitted to its buffers, checked for
+/// undefined behaviour when asked, and kept as regression tests when asked.
+fn conclude_reached(config: &Config, loaded: &Loaded, native: &crate::replay::NativeBuild, found: Found, report: &mut Report, t0: Instant, progress: &Progress) {
+    let Found { mut witness, mut run, report: mut wr, winner } = found;
+    let f = &loaded.program.function;
+    let budget = config.reduce_budget_after(t0.elapsed()).min((t0 + config.timeout).saturating_duration_since(Instant::now()).saturating_sub(ENGINE_MARGIN));
+    if !budget.is_zero() {
+        progress.enter("reducing the witness");
+        let tr = Instant::now();
+        if let Some((w, r, reduction)) = reduce_witness(&loaded.program, native, &witness, Instant::now() + budget, false) {
+            (witness, run) = (w, r);
+            wr = crate::report::WitnessReport { reduced: Some(reduction), ..crate::report::WitnessReport::replayed(&witness, &run, wr.models_tried, std::mem::take(&mut wr.counters)) };
         }
+        report.timings.insert("reduce".into(), tr.elapsed().as_secs_f64());
+    }
+    // A length past its buffer is no input a caller can pass: fitted whatever the
+    // reduction's budget, within the run's.
+    let fit_deadline = (t0 + config.timeout).checked_sub(ENGINE_MARGIN).unwrap_or(t0);
+    if let Some((w, r, fit)) = reduce_witness(&loaded.program, native, &witness, fit_deadline, true) {
+        (witness, run) = (w, r);
+        let reduced = match wr.reduced.take() {
+            Some(before) => crate::report::Reduction { size_after: fit.size_after, replays: before.replays + fit.replays, ..before },
+            None => fit,
+        };
+        wr = crate::report::WitnessReport { reduced: Some(reduced), ..crate::report::WitnessReport::replayed(&witness, &run, wr.models_tried, std::mem::take(&mut wr.counters)) };
+    }
+    // As replayed (the user's buffer sizes, `--arg-size`).
+    witness.fit_buffers(&f.params);
+    crate::witness::fit_buffers(&mut wr.inputs, &f.params);
+    report.verdict = Verdict::Reachable;
+    report.reason = match winner {
+        Some(k) if k != EngineKind::Apc => format!("a native run on inputs found by the {} engine entered the target", k.name()),
+        _ => "a native run on the model's inputs entered the target".into(),
     };
-    let mut apc_build = apc_build;
-    let reached = matches!(result.finding, Finding::Reached { .. });
-    if reached && apc_build.as_ref().is_some_and(|h| !h.is_finished()) {
-        lower_build();
+    report.witness = Some(wr);
+    if config.check_ub || config.ub_is_error {
+        progress.enter("checking the witness for undefined behaviour");
+        let tu = Instant::now();
+        check_ub(config, &witness, t0 + config.timeout, report);
+        report.timings.insert("ub_check".into(), tu.elapsed().as_secs_f64());
     }
-    let mut star_causes: Vec<String> = vec![];
-    // Joins the build (waiting until `BUILD_STOP_WAIT` after the race at most) into the report.
-    let mut finish_build = |report: &mut Report, star_causes: &mut Vec<String>| {
-        let Some(h) = apc_build.take() else { return };
-        while !h.is_finished() && race_end.elapsed() < BUILD_STOP_WAIT {
-            // Again: a check it started after the first interrupt.
-            build_interrupter.interrupt();
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        if h.is_finished() {
-            if let Some(d) = h.join() {
-                d.fill(report);
-                *star_causes = d.star_causes;
-            }
-        } else {
-            // In a solver check that does not look at the stop flag: left to end on its own
-            // (within its check budget), at the lowest priority, and the report goes without
-            // the APC's description. It may still be inside Z3 when the report is out, so the
-            // process must not end through libz3's static destructors.
-            solve::note_thread_left_running();
-            lower_build();
-            info!("the APC's build was still running when the race ended; not waited for");
-        }
-    };
-    if !reached {
-        finish_build(&mut report, &mut star_causes);
-    }
-    if let Some(m) = cx.median_run_seconds() {
-        report.timings.insert("replay_run_median".into(), m);
-    }
-    for (k, v) in result.timings {
-        *report.timings.entry(k).or_insert(0.0) += v;
-    }
-    report.engines = result.engines;
-    report.invariants = result.invariants;
-    report.engine = result.winner.map(|k| k.name().to_string());
-    match result.finding {
-        Finding::Reached { mut witness, mut run, report: mut wr } => {
-            let budget = config.reduce_budget_after(t0.elapsed()).min((t0 + config.timeout).saturating_duration_since(Instant::now()).saturating_sub(ENGINE_MARGIN));
-            if !budget.is_zero() {
-                progress.enter("reducing the witness");
-                let tr = Instant::now();
-                if let Some((w, r, reduction)) = reduce_witness(&loaded.program, &native, &witness, Instant::now() + budget, false) {
-                    (witness, run) = (w, r);
-                    wr = crate::report::WitnessReport { reduced: Some(reduction), ..crate::report::WitnessReport::replayed(&witness, &run, wr.models_tried, std::mem::take(&mut wr.counters)) };
-                }
-                report.timings.insert("reduce".into(), tr.elapsed().as_secs_f64());
-            }
-            // A length past its buffer is no input a caller can pass: fitted whatever the
-            // reduction's budget, within the run's.
-            let fit_deadline = (t0 + config.timeout).checked_sub(ENGINE_MARGIN).unwrap_or(t0);
-            if let Some((w, r, fit)) = reduce_witness(&loaded.program, &native, &witness, fit_deadline, true) {
-                (witness, run) = (w, r);
-                let reduced = match wr.reduced.take() {
-                    Some(before) => crate::report::Reduction { size_after: fit.size_after, replays: before.replays + fit.replays, ..before },
-                    None => fit,
-                };
-                wr = crate::report::WitnessReport { reduced: Some(reduced), ..crate::report::WitnessReport::replayed(&witness, &run, wr.models_tried, std::mem::take(&mut wr.counters)) };
-            }
-            finish_build(&mut report, &mut star_causes);
-            // As replayed (the user's buffer sizes, `--arg-size`).
-            witness.fit_buffers(&f.params);
-            crate::witness::fit_buffers(&mut wr.inputs, &f.params);
-            report.verdict = Verdict::Reachable;
-            report.reason = match result.winner {
-                Some(k) if k != EngineKind::Apc => format!("a native run on inputs found by the {} engine entered the target", k.name()),
-                _ => "a native run on the model's inputs entered the target".into(),
-            };
-            report.witness = Some(wr);
-            if config.check_ub || config.ub_is_error {
-                progress.enter("checking the witness for undefined behaviour");
-                let tu = Instant::now();
-                match crate::replay::ub::check(&config.input, &config.function, &config.target, &config.load_options(), &witness, t0 + config.timeout) {
-                    crate::replay::ub::UbCheck::Clean => report.ub_check = Some("none before the target (UBSan, ASan)".into()),
-                    crate::replay::ub::UbCheck::Ub(u) => {
-                        report.ub_check = Some(format!("undefined behaviour before the target ({})", u.sanitizer));
-                        if config.ub_is_error {
-                            report.verdict = Verdict::Unknown;
-                            report.reason = format!(
-                                "the witness found relies on undefined behaviour ({} at {}), which --ub-is-error does not count",
-                                u.operation, u.location
-                            );
-                        }
-                        report.ub = Some(u);
-                    }
-                    crate::replay::ub::UbCheck::NotChecked(why) => report.ub_check = Some(format!("not checked: {why}")),
-                }
-                report.timings.insert("ub_check".into(), tu.elapsed().as_secs_f64());
-            }
-            if let (Some(dir), Verdict::Reachable) = (&config.emit_tests, report.verdict) {
-                progress.enter_critical("writing regression tests");
-                // The verdict stands whatever happens to the test files (checked writable
-                // before the analysis; a failure now is reported, not fatal).
-                match native.get().and_then(|rp| emit_test(config, &loaded, &rp, &witness, &run, dir)) {
-                    Ok(files) => report.tests = files,
-                    Err(e) => {
-                        eprintln!("apc-llvm: warning: no regression test written: {e}");
-                        report.test_error = Some(e.to_string());
-                    }
-                }
+    if let (Some(dir), Verdict::Reachable) = (&config.emit_tests, report.verdict) {
+        progress.enter_critical("writing regression tests");
+        // The verdict stands whatever happens to the test files (checked writable
+        // before the analysis; a failure now is reported, not fatal).
+        match native.get().and_then(|rp| emit_test(config, loaded, &rp, &witness, &run, dir)) {
+            Ok(files) => report.tests = files,
+            Err(e) => {
+                eprintln!("apc-llvm: warning: no regression test written: {e}");
+                report.test_error = Some(e.to_string());
             }
         }
-        Finding::Unreachable(why) => {
-            report.verdict = Verdict::Unreachable;
-            report.reason = why;
-            report.assumptions.extend(input_model_assumptions(&loaded.program, config.function == "main"));
-        }
-        Finding::Unknown(why) | Finding::NoWitness(why) => {
-            report.reason = why;
-            report.witness = result.attempt.map(|mut a| {
-                crate::witness::fit_buffers(&mut a.inputs, &f.params);
-                a
-            });
-        }
     }
+}
+
+/// `--check-ub`: the witness replayed under the sanitizers; `--ub-is-error` turns a witness
+/// that relies on undefined behaviour into `unknown`.
+fn check_ub(config: &Config, witness: &Witness, deadline: Instant, report: &mut Report) {
+    match crate::replay::ub::check(&config.input, &config.function, &config.target, &config.load_options(), witness, deadline) {
+        crate::replay::ub::UbCheck::Clean => report.ub_check = Some("none before the target (UBSan, ASan)".into()),
+        crate::replay::ub::UbCheck::Ub(u) => {
+            report.ub_check = Some(format!("undefined behaviour before the target ({})", u.sanitizer));
+            if config.ub_is_error {
+                report.verdict = Verdict::Unknown;
+                report.reason = format!("the witness found relies on undefined behaviour ({} at {}), which --ub-is-error does not count", u.operation, u.location);
+            }
+            report.ub = Some(u);
+        }
+        crate::replay::ub::UbCheck::NotChecked(why) => report.ub_check = Some(format!("not checked: {why}")),
+    }
+}
+
+/// The stubs replays ran with, and for an `unknown` verdict what may have caused it.
+fn add_stubs_and_causes(config: &Config, loaded: &Loaded, native: &crate::replay::NativeBuild, star_causes: &[String], report: &mut Report) {
     // Stubs stand in for functions the bitcode lacks in every replay: the report says which
     // (a `--call` target's own stub is expected and not listed).
     if native.is_done() && (report.witness.is_some() || report.verdict == Verdict::Reachable) {
@@ -391,27 +392,129 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
         }
     }
     if report.verdict == Verdict::Unknown {
-        report.reason.push_str(&unknown_causes(&report.stubs, loaded.recursion_cut.as_ref(), &star_causes));
+        report.reason.push_str(&unknown_causes(&report.stubs, loaded.recursion_cut.as_ref(), star_causes));
     }
     if config.keep_temps {
         if let Ok(rp) = native.get() {
             eprintln!("apc-llvm: replay files kept in {}", rp.dir().display());
         }
     }
-    // The loops and paths for the report when the race ended before the APC's build had
-    // enumerated them (the fuzzer found the witness first): within a short budget.
-    if eager_structure.is_none() && report.backbone_count == 0 && report.loops.is_empty() {
-        let deadline = (t0 + config.timeout).checked_sub(ENGINE_MARGIN).unwrap_or(t0).min(Instant::now() + std::time::Duration::from_millis(200));
-        if let Some(s) = (Instant::now() < deadline).then(|| enumerate_paths(graph.clone(), Limits { max_backbones: config.max_backbones, deadline: Some(deadline) })).flatten() {
-            let skeleton = Report::new(f, String::new(), &s);
-            report.loops = skeleton.loops;
-            report.backbones = skeleton.backbones;
-            report.backbone_count = skeleton.backbone_count;
-            report.truncated = skeleton.truncated;
+}
+
+/// The loops and paths for the report when the race ended before the APC's build had
+/// enumerated them (the fuzzer found the witness first): within a short budget.
+fn paths_for_the_report(config: &Config, graph: &Flowgraph, f: &crate::ir::Function, deadline: Instant, report: &mut Report) {
+    let until = deadline.checked_sub(ENGINE_MARGIN).unwrap_or(deadline).min(Instant::now() + std::time::Duration::from_millis(200));
+    if Instant::now() >= until {
+        return;
+    }
+    if let Some(s) = enumerate_paths(graph.clone(), Limits { max_backbones: config.max_backbones, deadline: Some(until) }) {
+        let skeleton = Report::new(f, String::new(), &s);
+        report.loops = skeleton.loops;
+        report.backbones = skeleton.backbones;
+        report.backbone_count = skeleton.backbone_count;
+        report.truncated = skeleton.truncated;
+    }
+}
+
+/// The APC's build once started: where it runs, and how the end of the race stops it.
+struct BuildControl {
+    run: BuildRun,
+    /// Set when the race has ended: the build stops at its next step.
+    stop: Arc<AtomicBool>,
+    /// Interrupts the build's current solver check.
+    interrupter: solve::Interrupter,
+    /// The building thread, for its priority.
+    tid: Arc<std::sync::atomic::AtomicI32>,
+    /// When the race ended.
+    race_end: std::sync::Mutex<Option<Instant>>,
+}
+
+impl BuildControl {
+    /// Starts `job`: as the apc engine's first step when it races (the returned source),
+    /// else on a thread of its own for the DSE's guide.
+    fn start(mut job: ApcBuildJob, in_apc_engine: bool) -> (BuildControl, Option<ApcBuild>) {
+        let stop = Arc::new(AtomicBool::new(false));
+        job.stop = stop.clone();
+        let control = |run| BuildControl { run, stop: stop.clone(), interrupter: solve::Interrupter::default(), tid: Arc::default(), race_end: Default::default() };
+        if in_apc_engine {
+            let outcome = Arc::new(InEngineBuild::default());
+            let c = control(BuildRun::InEngine(outcome.clone()));
+            let (tid, interrupter) = (c.tid.clone(), c.interrupter.clone());
+            let source: ApcBuild = Box::new(move || {
+                *outcome.state.lock().unwrap_or_else(|e| e.into_inner()) = InEngineState::Running;
+                tid.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
+                let (description, built) = {
+                    let _interruptible = interrupter.enter();
+                    job.run()
+                };
+                *outcome.state.lock().unwrap_or_else(|e| e.into_inner()) = InEngineState::Done(description);
+                built
+            });
+            (c, Some(source))
+        } else {
+            let (tid, interrupter) = (Arc::<std::sync::atomic::AtomicI32>::default(), solve::Interrupter::default());
+            let (t, i) = (tid.clone(), interrupter.clone());
+            let handle = std::thread::Builder::new()
+                .name("apc-build".into())
+                .spawn(move || {
+                    t.store(unsafe { libc::gettid() }, std::sync::atomic::Ordering::SeqCst);
+                    let _interruptible = i.enter();
+                    job.run().0
+                })
+                .expect("a thread for building the APC");
+            (BuildControl { tid, interrupter, ..control(BuildRun::Thread(handle)) }, None)
         }
     }
-    report.timings.insert("total".into(), t0.elapsed().as_secs_f64());
-    Ok(report)
+
+    /// The race is over: the build stops at its next step (out of its current check at
+    /// once), and after a witness it yields the cores to the reduction.
+    fn race_ended(&self, reached: bool) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        *self.race_end.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        if !self.run.is_finished() {
+            self.interrupter.interrupt();
+            if reached {
+                self.lower();
+            }
+        }
+    }
+
+    fn lower(&self) {
+        let tid = self.tid.load(std::sync::atomic::Ordering::SeqCst);
+        if tid > 0 {
+            // SAFETY: a plain system call; at worst the thread has just ended.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, crate::priority::lowered(19)) };
+        }
+    }
+
+    /// Joins the build (waiting until `BUILD_STOP_WAIT` after the race at most) into the
+    /// report; what the APC has as ⋆ and why.
+    fn finish(self, report: &mut Report) -> Vec<String> {
+        let race_end = self.race_end.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or_else(Instant::now);
+        while !self.run.is_finished() && race_end.elapsed() < BUILD_STOP_WAIT {
+            // Again: a check it started after the first interrupt.
+            self.interrupter.interrupt();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        if self.run.is_finished() {
+            return match self.run.join() {
+                Some(d) => {
+                    d.fill(report);
+                    d.star_causes
+                }
+                None => vec![],
+            };
+        }
+        // In a solver check that does not look at the stop flag: left to end on its own
+        // (within its check budget), at the lowest priority, and the report goes without
+        // the APC's description. It may still be inside Z3 when the report is out, so the
+        // process must not end through libz3's static destructors.
+        solve::note_thread_left_running();
+        self.lower();
+        info!("the APC's build was still running when the race ended; not waited for");
+        vec![]
+    }
 }
 
 /// What the input model takes for granted about the callers of `program`'s function, beyond
@@ -769,7 +872,7 @@ fn enumerate_paths(graph: Flowgraph, limits: Limits) -> Option<Structure> {
 }
 
 struct ApcBuildJob {
-    program: crate::ir::Program,
+    program: Arc<crate::ir::Program>,
     /// The flowgraph, whose loop structure the job computes (unless `structure` has it).
     graph: Flowgraph,
     limits: Limits,

@@ -104,7 +104,10 @@ pub fn run(config: &Config, analysis: fn(&Config, &Progress) -> Result<Report>) 
     let deadline = t0 + config.timeout;
     // Z3 refuses to grow past the bound itself (its queries then answer unknown), so the
     // watcher rarely has to step in for the solver.
-    z3::set_global_param("memory_max_size", &(config.max_memory / (1 << 20)).max(64).to_string());
+    // Once per process: a batch's targets share the bound, and setting a global parameter while
+    // another target's solvers run (`--jobs`) races with them inside Z3.
+    static MEMORY_BOUND: std::sync::Once = std::sync::Once::new();
+    MEMORY_BOUND.call_once(|| z3::set_global_param("memory_max_size", &(config.max_memory / (1 << 20)).max(64).to_string()));
     let progress = Arc::new(Progress::default());
     let (tx, rx) = mpsc::channel();
     let worker = {

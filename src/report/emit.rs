@@ -192,8 +192,8 @@ pub fn testcase_xml(nondet: &[(String, u64)]) -> String {
     s
 }
 
-/// Seconds since the epoch as an ISO 8601 UTC time.
-fn iso8601(secs: u64) -> String {
+/// Seconds since the epoch as an ISO 8601 UTC time (`YYYY-MM-DDTHH:MM:SSZ`).
+pub(crate) fn iso8601(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

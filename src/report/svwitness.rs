@@ -58,7 +58,7 @@ pub fn witness(report: &Value, inputs: &[&Path]) -> Result<String, String> {
         "metadata": {
             "format_version": "2.0",
             "uuid": "",
-            "creation_time": iso8601(seconds),
+            "creation_time": super::emit::iso8601(seconds),
             "producer": { "name": "apc-llvm", "version": env!("CARGO_PKG_VERSION") },
             "task": {
                 "input_files": files,
@@ -87,22 +87,6 @@ fn uuid_of(bytes: &[u8]) -> String {
     format!("{}-{}-{}-{}-{}", &x[..8], &x[8..12], &x[12..16], &x[16..20], &x[20..32])
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` of seconds since the epoch (UTC).
-fn iso8601(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
 
 /// Block-style YAML of a JSON value; strings double-quoted (JSON's escapes are YAML's).
 fn yaml(v: &Value, indent: usize, out: &mut String) {
@@ -168,8 +152,8 @@ mod tests {
 
     #[test]
     fn dates_and_identifiers_have_their_formats() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
-        assert_eq!(iso8601(1_709_251_199), "2024-02-29T23:59:59Z");
+        assert_eq!(super::super::emit::iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::super::emit::iso8601(1_709_251_199), "2024-02-29T23:59:59Z");
         let u = uuid_of(b"x");
         assert_eq!(u.len(), 36);
         assert_eq!(&u[14..15], "4");

@@ -2,6 +2,7 @@
 //! it completes to the target is replayed natively; it proves unreachability only when it
 //! explored every path exactly.
 
+use super::pending::Waited;
 use super::{Context, Engine, EngineKind, EngineResult, Finding};
 use crate::dse::{self, DseConfig, DseEnd, Guide};
 use crate::ir::Program;
@@ -13,6 +14,9 @@ use std::time::Duration;
 
 /// Longest wait for the APC's quick check (its time limit, and a margin).
 const QUICK_CHECK_WAIT: Duration = Duration::from_millis(50);
+
+/// The longest the search waits for the APC's guide (and at most a quarter of the time left).
+const GUIDE_WAIT: Duration = Duration::from_secs(5);
 
 pub struct DseEngine {
     pub program: Arc<Program>,
@@ -44,9 +48,19 @@ impl Engine for DseEngine {
                 _ => false,
             }
         };
-        let Some(guide) = self.guide.take(cx) else {
-            cx.quick_check_helper_coming(false);
-            return EngineResult::new(Finding::Unknown("cancelled while the abstract path condition was being built".into()));
+        // The guide comes with the APC; a build that takes long (a large function's many loop
+        // summaries) is not waited for: the search starts without it.
+        let guide = match self.guide.take_within(cx, (cx.left() / 4).min(GUIDE_WAIT)) {
+            Waited::Got(g) => g,
+            Waited::Cancelled => {
+                cx.quick_check_helper_coming(false);
+                return EngineResult::new(Finding::Unknown("cancelled while the abstract path condition was being built".into()));
+            }
+            Waited::NotYet => {
+                tracing::debug!("dse: the APC is still being built; the search starts without its guide");
+                cx.quick_check_helper_coming(false);
+                None
+            }
         };
         // The APC's quick check comes first (at most 40 ms), on this thread when the apc
         // engine hands it over (see `Context::quick_check`).

@@ -40,6 +40,17 @@ impl<T> Pending<T> {
         self.take_unless(|| cx.cancelled())
     }
 
+    /// Like [`Pending::take`], waiting `limit` at most: [`Waited::NotYet`] when the value is
+    /// still being prepared then (it is left for nobody).
+    pub fn take_within(&self, cx: &Context, limit: Duration) -> Waited<T> {
+        let until = std::time::Instant::now() + limit;
+        match self.take_unless(|| cx.cancelled() || std::time::Instant::now() >= until) {
+            Some(v) => Waited::Got(v),
+            None if cx.cancelled() => Waited::Cancelled,
+            None => Waited::NotYet,
+        }
+    }
+
     fn take_unless(&self, stop: impl Fn() -> bool) -> Option<T> {
         let mut g = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         loop {
@@ -54,6 +65,13 @@ impl<T> Pending<T> {
             g = self.ready.wait_timeout(g, Duration::from_millis(10)).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
+}
+
+/// What [`Pending::take_within`] got.
+pub enum Waited<T> {
+    Got(T),
+    Cancelled,
+    NotYet,
 }
 
 #[cfg(test)]
@@ -87,5 +105,17 @@ mod tests {
             });
             assert_eq!(p.take_unless(|| stop.load(Ordering::SeqCst)), None);
         });
+    }
+
+    #[test]
+    fn a_bounded_wait_tells_a_late_value_from_a_cancel() {
+        let cx = crate::engine::context::tests::bare_context();
+        let p: Pending<u32> = Pending::default();
+        assert!(matches!(p.take_within(&cx, Duration::from_millis(20)), Waited::NotYet));
+        p.set(3);
+        assert!(matches!(p.take_within(&cx, Duration::from_millis(20)), Waited::Got(3)));
+        let q: Pending<u32> = Pending::default();
+        cx.cancel.store(true, Ordering::SeqCst);
+        assert!(matches!(q.take_within(&cx, Duration::from_secs(5)), Waited::Cancelled));
     }
 }

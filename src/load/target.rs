@@ -245,196 +245,203 @@ pub fn lines_of(m: LLVMModuleRef, function: &str, file: &str) -> Result<Vec<Targ
 pub fn resolve(m: LLVMModuleRef, function: &str, spec: &TargetSpec) -> Result<Vec<ResolvedTarget>> {
     let f = find_function(m, function).expect("function checked by caller");
     let scope = reachable_functions(f);
-    let mk = |func: llvm::Value, b: llvm::Block, at: Option<llvm::Value>| ResolvedTarget {
-        function: llvm::value_name(func),
-        label: llvm::block_name(b),
-        block: b,
-        at,
-        note: None,
-    };
     match spec {
-        TargetSpec::Block(spec_label) => {
-            // `FUNC:LABEL` names the function (a callee) whose block is meant.
-            let (only, label) = match spec_label.split_once(':') {
-                Some((func, l)) if find_function(m, func).is_some() => (Some(func), l.to_string()),
-                _ => (None, spec_label.clone()),
-            };
-            let label = &label;
-            if let Some(name) = only {
-                if !scope.iter().any(|&g| llvm::value_name(g) == name) {
-                    return Err(Error::bad_input(format!("--block {spec_label}: '{function}' never calls '{name}'")));
-                }
-            }
-            let hits_in = |func: llvm::Value| -> Vec<ResolvedTarget> {
-                llvm::blocks(func).into_iter().filter(|&b| llvm::block_name(b) == *label).map(|b| mk(func, b, None)).collect()
-            };
-            // The analysed function first; a callee's block only when the function has none,
-            // and only when one callee has it (labels like `if.then` repeat across functions).
-            let mut found: Vec<(String, Vec<ResolvedTarget>)> = vec![];
-            for &func in &scope {
-                let name = llvm::value_name(func);
-                if only.is_some_and(|o| o != name) {
-                    continue;
-                }
-                let hits = hits_in(func);
-                if hits.is_empty() {
-                    continue;
-                }
-                let renamed = renamed_c_labels(func, label);
-                if !renamed.is_empty() {
-                    let mut close = vec![label.clone()];
-                    close.extend(renamed.iter().cloned());
-                    return Err(Error::bad_input(format!(
-                        "--block {spec_label}: '{label}' is a block the compiler makes itself in '{name}', and it renamed a C label '{label}:' to {}; name the block you mean (close names: {})",
-                        renamed.join(" or "),
-                        list_names(&close)
-                    )));
-                }
-                if func == f && only.is_none() {
-                    return Ok(hits);
-                }
-                found.push((name, hits));
-            }
-            match found.len() {
-                0 => {}
-                1 => return Ok(found.pop().expect("one").1),
-                _ => {
-                    let names: Vec<String> = found.iter().map(|(n, _)| n.clone()).collect();
-                    return Err(Error::bad_input(format!(
-                        "--block {label}: several functions called by '{function}' have a block labelled '{label}' ({}); name one as FUNC:{label}",
-                        list_names(&names)
-                    )));
-                }
-            }
-            let label = spec_label;
-            let labels: Vec<String> = llvm::blocks(f).into_iter().map(llvm::block_name).collect();
-            let stem = |l: &str| l.trim_end_matches(|c: char| c.is_ascii_digit()).to_ascii_lowercase();
-            let close: Vec<String> = labels.iter().filter(|l| !l.is_empty() && stem(l) == stem(label)).cloned().collect();
-            let hint = if labels.iter().all(|l| l.is_empty()) {
-                " (its blocks have no names: compile with -fno-discard-value-names)".to_string()
-            } else if !close.is_empty() {
-                format!("; close names: {}; its blocks are: {}", list_names(&close), list_names(&labels))
-            } else {
-                format!("; its blocks are: {}", list_names(&labels))
-            };
-            Err(Error::bad_input(format!(
-                "no block labelled '{label}' in function '{function}' or the functions it calls{hint}"
-            )))
-        }
-        TargetSpec::Line { file, line, col } => {
-            let shown = spec.describe();
-            let shown = shown.trim_start_matches("line ");
-            let mut any_debug = false;
-            let mut file_seen = false;
-            let mut files: Vec<String> = vec![];
-            // Every block with code on the line: its first instruction there and the columns
-            // of the line's code in it, in program order.
-            let mut candidates: Vec<(llvm::Value, llvm::Block, llvm::Value, Vec<u32>)> = vec![];
-            for &func in &scope {
-                for b in llvm::blocks(func) {
-                    for i in llvm::instructions(b) {
-                        if let Some(l) = llvm::debug_line(i) {
-                            any_debug = true;
-                            let Some(df) = llvm::debug_file(i) else { continue };
-                            if !file_matches(&df, &llvm::debug_dir(i), file) {
-                                if !files.contains(&df) {
-                                    files.push(df);
-                                }
-                                continue;
-                            }
-                            file_seen = true;
-                            if l != *line {
-                                continue;
-                            }
-                            let c = llvm::debug_column(i).unwrap_or(0);
-                            match candidates.last_mut() {
-                                Some((_, cb, _, cols)) if *cb == b => cols.push(c),
-                                _ => candidates.push((func, b, i, vec![c])),
-                            }
-                        }
-                    }
-                }
-            }
-            if !any_debug {
-                return Err(Error::bad_input(format!(
-                    "--line {shown}: function '{function}' has no debug line information (compile with -g)"
-                )));
-            }
-            if !file_seen {
-                return Err(Error::bad_input(format!(
-                    "--line {shown}: no code of '{function}' or its callees comes from '{file}' (their files: {})",
-                    list_names(&files)
-                )));
-            }
-            if candidates.is_empty() {
-                return Err(Error::bad_input(format!(
-                    "--line {shown}: no code of '{function}' or its callees is on that line"
-                )));
-            }
-            let chosen = match col {
-                None => 0,
-                Some(c) => pick_column(&candidates.iter().map(|(_, _, _, cols)| cols.clone()).collect::<Vec<_>>(), *c).ok_or_else(|| {
-                    Error::bad_input(format!("--line {shown}: no code on that line starts at or before column {c}; {}", line_blocks(&candidates, None, file, *line)))
-                })?,
-            };
-            let (func, b, at, _) = candidates[chosen];
-            let mut t = mk(func, b, Some(at));
-            if candidates.len() > 1 {
-                t.note = Some(line_blocks(&candidates, Some(chosen), file, *line));
-            }
-            Ok(vec![t])
-        }
-        TargetSpec::Call(callee) => {
-            if find_function(m, callee).is_none() {
-                let names: Vec<String> = llvm::functions(m).into_iter().map(llvm::value_name).collect();
-                return Err(Error::bad_input(format!(
-                    "--call {callee}: the module has no function '{callee}'; functions: {}",
-                    list_names(&names)
-                )));
-            }
-            let mut hits = vec![];
-            for &func in &scope {
-                if llvm::value_name(func) == *callee {
-                    continue; // calls inside the callee itself are not "calls from the program"
-                }
-                for b in llvm::blocks(func) {
-                    let call = llvm::instructions(b).into_iter().find(|&i| {
-                        llvm::opcode(i) == LLVMOpcode::LLVMCall
-                            && llvm::value_name(llvm::called_value(i)) == *callee
-                    });
-                    if let Some(call) = call {
-                        hits.push(mk(func, b, Some(call)));
-                    }
-                }
-            }
-            // Calls from functions run through a pointer to them (a signal handler, an `atexit`
-            // or `qsort` callback) are targets too, for the native runs: the analysis does not
-            // follow such functions, and the calls that may run them are marked as sites that
-            // rule a proof out (see `bounds`), so that a run through them is replayed.
-            let callbacks: Vec<llvm::Value> = llvm::functions(m)
-                .into_iter()
-                .filter(|&g| !llvm::is_declaration(g) && llvm::value_name(g) != *callee && runs_from_outside(g))
-                .flat_map(reachable_functions)
-                .filter(|&g| llvm::value_name(g) != *callee && !scope.contains(&g))
-                .collect();
-            let mut seen = BTreeSet::new();
-            for g in callbacks {
-                if !seen.insert(g as usize) {
-                    continue;
-                }
-                for b in llvm::blocks(g) {
-                    let call = llvm::instructions(b).into_iter().find(|&i| llvm::opcode(i) == LLVMOpcode::LLVMCall && llvm::value_name(llvm::called_value(i)) == *callee);
-                    if let Some(call) = call {
-                        hits.push(mk(g, b, Some(call)));
-                    }
-                }
-            }
-            if hits.is_empty() {
-                return Err(Error::bad_input(format!("--call {callee}: '{function}' never calls '{callee}', directly or through its callees")));
-            }
-            Ok(hits)
+        TargetSpec::Block(spec_label) => resolve_block(m, function, f, &scope, spec_label),
+        TargetSpec::Line { file, line, col } => resolve_line(function, &scope, spec, file, line, col),
+        TargetSpec::Call(callee) => resolve_call(m, function, &scope, callee),
+    }
+}
+
+/// A target block of `func`, found at `at` (a line's first instruction, a call).
+fn target_at(func: llvm::Value, b: llvm::Block, at: Option<llvm::Value>) -> ResolvedTarget {
+    ResolvedTarget { function: llvm::value_name(func), label: llvm::block_name(b), block: b, at, note: None }
+}
+
+/// `--block [FUNC:]LABEL`: the function's block of that label, else the one callee's that has it.
+fn resolve_block(m: LLVMModuleRef, function: &str, f: llvm::Value, scope: &[llvm::Value], spec_label: &String) -> Result<Vec<ResolvedTarget>> {
+    // `FUNC:LABEL` names the function (a callee) whose block is meant.
+    let (only, label) = match spec_label.split_once(':') {
+        Some((func, l)) if find_function(m, func).is_some() => (Some(func), l.to_string()),
+        _ => (None, spec_label.clone()),
+    };
+    let label = &label;
+    if let Some(name) = only {
+        if !scope.iter().any(|&g| llvm::value_name(g) == name) {
+            return Err(Error::bad_input(format!("--block {spec_label}: '{function}' never calls '{name}'")));
         }
     }
+    let hits_in = |func: llvm::Value| -> Vec<ResolvedTarget> {
+        llvm::blocks(func).into_iter().filter(|&b| llvm::block_name(b) == *label).map(|b| target_at(func, b, None)).collect()
+    };
+    // The analysed function first; a callee's block only when the function has none,
+    // and only when one callee has it (labels like `if.then` repeat across functions).
+    let mut found: Vec<(String, Vec<ResolvedTarget>)> = vec![];
+    for &func in scope {
+        let name = llvm::value_name(func);
+        if only.is_some_and(|o| o != name) {
+            continue;
+        }
+        let hits = hits_in(func);
+        if hits.is_empty() {
+            continue;
+        }
+        let renamed = renamed_c_labels(func, label);
+        if !renamed.is_empty() {
+            let mut close = vec![label.clone()];
+            close.extend(renamed.iter().cloned());
+            return Err(Error::bad_input(format!(
+                "--block {spec_label}: '{label}' is a block the compiler makes itself in '{name}', and it renamed a C label '{label}:' to {}; name the block you mean (close names: {})",
+                renamed.join(" or "),
+                list_names(&close)
+            )));
+        }
+        if func == f && only.is_none() {
+            return Ok(hits);
+        }
+        found.push((name, hits));
+    }
+    match found.len() {
+        0 => {}
+        1 => return Ok(found.pop().expect("one").1),
+        _ => {
+            let names: Vec<String> = found.iter().map(|(n, _)| n.clone()).collect();
+            return Err(Error::bad_input(format!(
+                "--block {label}: several functions called by '{function}' have a block labelled '{label}' ({}); name one as FUNC:{label}",
+                list_names(&names)
+            )));
+        }
+    }
+    let label = spec_label;
+    let labels: Vec<String> = llvm::blocks(f).into_iter().map(llvm::block_name).collect();
+    let stem = |l: &str| l.trim_end_matches(|c: char| c.is_ascii_digit()).to_ascii_lowercase();
+    let close: Vec<String> = labels.iter().filter(|l| !l.is_empty() && stem(l) == stem(label)).cloned().collect();
+    let hint = if labels.iter().all(|l| l.is_empty()) {
+        " (its blocks have no names: compile with -fno-discard-value-names)".to_string()
+    } else if !close.is_empty() {
+        format!("; close names: {}; its blocks are: {}", list_names(&close), list_names(&labels))
+    } else {
+        format!("; its blocks are: {}", list_names(&labels))
+    };
+    Err(Error::bad_input(format!(
+        "no block labelled '{label}' in function '{function}' or the functions it calls{hint}"
+    )))
+}
+
+/// `--line FILE:LINE[:COL]`: the block of the code on that line (at that column).
+fn resolve_line(function: &str, scope: &[llvm::Value], spec: &TargetSpec, file: &String, line: &u32, col: &Option<u32>) -> Result<Vec<ResolvedTarget>> {
+    let shown = spec.describe();
+    let shown = shown.trim_start_matches("line ");
+    let mut any_debug = false;
+    let mut file_seen = false;
+    let mut files: Vec<String> = vec![];
+    // Every block with code on the line: its first instruction there and the columns
+    // of the line's code in it, in program order.
+    let mut candidates: Vec<(llvm::Value, llvm::Block, llvm::Value, Vec<u32>)> = vec![];
+    for &func in scope {
+        for b in llvm::blocks(func) {
+            for i in llvm::instructions(b) {
+                if let Some(l) = llvm::debug_line(i) {
+                    any_debug = true;
+                    let Some(df) = llvm::debug_file(i) else { continue };
+                    if !file_matches(&df, &llvm::debug_dir(i), file) {
+                        if !files.contains(&df) {
+                            files.push(df);
+                        }
+                        continue;
+                    }
+                    file_seen = true;
+                    if l != *line {
+                        continue;
+                    }
+                    let c = llvm::debug_column(i).unwrap_or(0);
+                    match candidates.last_mut() {
+                        Some((_, cb, _, cols)) if *cb == b => cols.push(c),
+                        _ => candidates.push((func, b, i, vec![c])),
+                    }
+                }
+            }
+        }
+    }
+    if !any_debug {
+        return Err(Error::bad_input(format!(
+            "--line {shown}: function '{function}' has no debug line information (compile with -g)"
+        )));
+    }
+    if !file_seen {
+        return Err(Error::bad_input(format!(
+            "--line {shown}: no code of '{function}' or its callees comes from '{file}' (their files: {})",
+            list_names(&files)
+        )));
+    }
+    if candidates.is_empty() {
+        return Err(Error::bad_input(format!(
+            "--line {shown}: no code of '{function}' or its callees is on that line"
+        )));
+    }
+    let chosen = match col {
+        None => 0,
+        Some(c) => pick_column(&candidates.iter().map(|(_, _, _, cols)| cols.clone()).collect::<Vec<_>>(), *c).ok_or_else(|| {
+            Error::bad_input(format!("--line {shown}: no code on that line starts at or before column {c}; {}", line_blocks(&candidates, None, file, *line)))
+        })?,
+    };
+    let (func, b, at, _) = candidates[chosen];
+    let mut t = target_at(func, b, Some(at));
+    if candidates.len() > 1 {
+        t.note = Some(line_blocks(&candidates, Some(chosen), file, *line));
+    }
+    Ok(vec![t])
+}
+
+/// `--call FUNC`: every block that calls it, in the function, its callees and callbacks.
+fn resolve_call(m: LLVMModuleRef, function: &str, scope: &[llvm::Value], callee: &String) -> Result<Vec<ResolvedTarget>> {
+    if find_function(m, callee).is_none() {
+        let names: Vec<String> = llvm::functions(m).into_iter().map(llvm::value_name).collect();
+        return Err(Error::bad_input(format!(
+            "--call {callee}: the module has no function '{callee}'; functions: {}",
+            list_names(&names)
+        )));
+    }
+    let mut hits = vec![];
+    for &func in scope {
+        if llvm::value_name(func) == *callee {
+            continue; // calls inside the callee itself are not "calls from the program"
+        }
+        for b in llvm::blocks(func) {
+            let call = llvm::instructions(b).into_iter().find(|&i| {
+                llvm::opcode(i) == LLVMOpcode::LLVMCall
+                    && llvm::value_name(llvm::called_value(i)) == *callee
+            });
+            if let Some(call) = call {
+                hits.push(target_at(func, b, Some(call)));
+            }
+        }
+    }
+    // Calls from functions run through a pointer to them (a signal handler, an `atexit`
+    // or `qsort` callback) are targets too, for the native runs: the analysis does not
+    // follow such functions, and the calls that may run them are marked as sites that
+    // rule a proof out (see `bounds`), so that a run through them is replayed.
+    let callbacks: Vec<llvm::Value> = llvm::functions(m)
+        .into_iter()
+        .filter(|&g| !llvm::is_declaration(g) && llvm::value_name(g) != *callee && runs_from_outside(g))
+        .flat_map(reachable_functions)
+        .filter(|&g| llvm::value_name(g) != *callee && !scope.contains(&g))
+        .collect();
+    let mut seen = BTreeSet::new();
+    for g in callbacks {
+        if !seen.insert(g as usize) {
+            continue;
+        }
+        for b in llvm::blocks(g) {
+            let call = llvm::instructions(b).into_iter().find(|&i| llvm::opcode(i) == LLVMOpcode::LLVMCall && llvm::value_name(llvm::called_value(i)) == *callee);
+            if let Some(call) = call {
+                hits.push(target_at(g, b, Some(call)));
+            }
+        }
+    }
+    if hits.is_empty() {
+        return Err(Error::bad_input(format!("--call {callee}: '{function}' never calls '{callee}', directly or through its callees")));
+    }
+    Ok(hits)
 }
 
 /// Where the user's source has `t`: the file (as the debug information names it, joined to its

@@ -220,6 +220,10 @@ pub fn run_observed(config: &Config, progress: &Progress) -> Result<Report> {
                 EngineKind::Fuzz => Some(Box::new(fuzz.take()?)),
                 EngineKind::Chc => Some(Box::new(crate::engine::chc::ChcEngine { program: Arc::new(loaded.program.clone()) })),
                 EngineKind::KInduction => Some(Box::new(crate::engine::chc::KInductionEngine { program: Arc::new(loaded.program.clone()) })),
+                EngineKind::Nav => Some(Box::new(crate::engine::nav::NavEngine {
+                    program: Arc::new(loaded.program.clone()),
+                    stubbed: crate::replay::stubs::predicted(&loaded.declared_functions),
+                })),
             }
     };
     let mut engines: Vec<Box<dyn Engine>> = config.engines.iter().filter_map(&mut make).collect();

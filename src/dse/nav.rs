@@ -26,7 +26,7 @@ use super::exec::{Executor, Names, Step};
 use super::solver::{PathSolver, Sat};
 use super::state::{DseState, PathCondition, Val};
 use super::value::IntV;
-use super::{distances, least_lengths, reach, witness_of, DseConfig, DseEnd, DseStats, Incomplete};
+use super::{distances, least_lengths, reach, witness_of, DseConfig, DseEnd, Incomplete};
 use crate::ir::{BlockId, CastOp, Function, InstKind, Operand, Program, Terminator, Ty, ValueId};
 use crate::witness::Witness;
 use std::cmp::Reverse;
@@ -46,6 +46,10 @@ const MAX_BLOCKS: usize = 3_000;
 const ORACLE_MS: u32 = 200;
 /// Models of one target-reaching path tried before it is dropped.
 const MODELS_PER_PATH: u32 = 3;
+/// Largest chain count the oracle's advice may use (its model, not its pruning).
+const GUIDE_COUNT_BOUND: u64 = 1 << 16;
+/// Departures charged to a state whose system needs counts beyond [`GUIDE_COUNT_BOUND`].
+const DEMOTED: u32 = 1_000;
 
 /// One natural loop.
 struct Loop {
@@ -239,7 +243,7 @@ impl ChainForm {
                     }
                 }
                 solver.push();
-                solver.assert(d._eq(&lin).not());
+                solver.assert(d.eq(&lin).not());
                 let proved = solver.check() == z3::SatResult::Unsat;
                 solver.pop(1);
                 if !proved {
@@ -505,10 +509,10 @@ impl Walk<'_> {
                     let c = v.as_ref().map(|v| {
                         let t = v.term();
                         let w = v.width();
-                        let hits: Vec<Bool> = cases.iter().filter(|(_, x)| *x == s).map(|(k, _)| t._eq(&BV::from_u64(*k, w))).collect();
+                        let hits: Vec<Bool> = cases.iter().filter(|(_, x)| *x == s).map(|(k, _)| t.eq(&BV::from_u64(*k, w))).collect();
                         let mut any = Bool::or(&hits);
                         if s == *default {
-                            let none: Vec<Bool> = cases.iter().map(|(k, _)| t._eq(&BV::from_u64(*k, w)).not()).collect();
+                            let none: Vec<Bool> = cases.iter().map(|(k, _)| t.eq(&BV::from_u64(*k, w)).not()).collect();
                             any = Bool::or(&[any, Bool::and(&none)]);
                         }
                         any
@@ -590,7 +594,7 @@ impl ChainForm {
     /// The constraint system of a state at the header of loop `i` (phis not yet taken): a
     /// necessary condition for any run from it to reach a goal, and the counters of `i`'s
     /// chains (remaining executions). `None`: no system (too many paths, irreducible flow).
-    fn system(&self, f: &Function, st: &DseState, i: usize) -> Option<(Bool, Vec<BV>)> {
+    fn system(&self, f: &Function, st: &DseState, i: usize) -> Option<(Bool, Vec<BV>, Vec<BV>)> {
         if !self.reducible || self.loops[i].chains.is_none() {
             return None;
         }
@@ -611,7 +615,8 @@ impl ChainForm {
             return None;
         }
         let paths: Vec<Bool> = walk.goal_conds.iter().map(|c| Bool::and(c)).collect();
-        Some((Bool::or(&paths), mine))
+        let all = walk.counters.iter().map(|(_, t)| t.clone()).collect();
+        Some((Bool::or(&paths), mine, all))
     }
 
     /// Values dead at header `h` on arrival: those defined in blocks `h` dominates (`h`'s own
@@ -656,13 +661,14 @@ pub struct NavStats {
     pub models_tried: u64,
 }
 
-/// The frontier: fewest steps first (so that runs differing only in their chain counts meet at
-/// a header and merge), then fewest departures from the oracle's advice, newest first.
+/// The frontier: fewest departures from the oracle's advice first, then fewest steps (so that
+/// runs differing only in the order of their chains meet at a header and merge), newest first.
 struct Frontier {
-    heap: BinaryHeap<(Reverse<u64>, Reverse<u32>, u64, usize)>,
+    heap: BinaryHeap<(Reverse<u32>, Reverse<u64>, u64, usize)>,
     slots: Vec<Option<Slot>>,
     waiting: HashMap<String, usize>,
     seq: u64,
+    order: u64,
 }
 
 impl Frontier {
@@ -680,7 +686,12 @@ impl Frontier {
             }
         }
         self.seq += 1;
-        let pri = (Reverse(slot.st.steps), Reverse(slot.deviations), self.seq, self.slots.len());
+        let second = match self.order {
+            // Depth-first, preferred sides first (see `prefer`).
+            1 => u64::MAX - slot.st.matched as u64,
+            _ => slot.st.steps,
+        };
+        let pri = if self.order == 2 { (Reverse(slot.st.steps as u32), Reverse(slot.deviations as u64), self.seq, self.slots.len()) } else { (Reverse(slot.deviations), Reverse(second), self.seq, self.slots.len()) };
         if let Some(k) = &slot.key {
             self.waiting.insert(k.clone(), self.slots.len());
         }
@@ -765,6 +776,7 @@ fn navigate_inner(
     let mut stats = NavStats::default();
     let names = Names::defaults(program);
     let dist = distances(program);
+    let prefer = super::prefer::Preferences::new(f, &dist);
     let cf = ChainForm::new(program);
     stats.loops = cf.loops.len() as u64;
     stats.chains = cf.loops.iter().map(|l| l.chains.as_ref().map_or(0, |c| c.len()) as u64).sum();
@@ -813,13 +825,17 @@ fn navigate_inner(
                 }
             }
         }
-        k.push_str(&format!("{:?}", st.objects));
+        // Memory by identity: forks share objects until one writes, and equal identity is equal
+        // contents (different identities only forgo a merge).
+        for o in &st.objects {
+            k.push_str(&format!("{:p},", Rc::as_ptr(o)));
+        }
         Some(k)
     };
-    let mut frontier = Frontier { heap: BinaryHeap::new(), slots: vec![], waiting: HashMap::new(), seq: 0 };
+    let mut frontier = Frontier { heap: BinaryHeap::new(), slots: vec![], waiting: HashMap::new(), seq: 0, order: crate::priority::tune("NAV_ORDER", 1) };
     frontier.push(&mut solver, Slot { st: init, key: None, deviations: 0, pref: None }, &mut stats);
 
-    while let Some(Slot { st: mut st, mut deviations, mut pref, .. }) = frontier.pop() {
+    while let Some(Slot { mut st, mut deviations, mut pref, .. }) = frontier.pop() {
         if cancel.load(Ordering::Relaxed) {
             return end(DseEnd::GaveUp("cancelled".into()), stats, &solver);
         }
@@ -842,15 +858,30 @@ fn navigate_inner(
         }
         // At a loop header: the loop's constraint system prunes, and its model advises.
         if let Some(&i) = cf.by_header.get(&st.block) {
-            if let Some((system, counters)) = cf.system(f, &st, i) {
+            if let Some((system, counters, all)) = cf.system(f, &st, i) {
                 stats.oracle_calls += 1;
-                match solver.check_within(&st.pc, &[system], solver_budget(limits)) {
-                    Sat::No => {
-                        stats.states_pruned_by_systems += 1;
-                        debug!(block = %f.label(st.block), "nav: the constraint system has no solution");
-                        continue;
+                // The oracle asks for small counts first (a model to follow); only the unbounded
+                // system (counters wrap like the values they move) may prune.
+                let small: Vec<Bool> = all.iter().map(|t| t.bvule(&BV::from_u64(GUIDE_COUNT_BOUND, 64))).collect();
+                let mut query = vec![system.clone()];
+                query.extend(small);
+                let mut answer = solver.check_within(&st.pc, &query, solver_budget(limits));
+                if answer == Sat::No {
+                    match solver.check_within(&st.pc, &[system], solver_budget(limits)) {
+                        Sat::No => {
+                            stats.states_pruned_by_systems += 1;
+                            debug!(block = %f.label(st.block), "nav: the constraint system has no solution");
+                            continue;
+                        }
+                        _ => {
+                            // Only runs with huge counts remain: explored last.
+                            deviations = deviations.saturating_add(DEMOTED);
+                            answer = Sat::Unknown;
+                        }
                     }
-                    Sat::Unknown => pref = None,
+                }
+                match answer {
+                    Sat::No | Sat::Unknown => pref = None,
                     Sat::Yes => {
                         let model = solver.model();
                         let chains = cf.loops[i].chains.as_ref().expect("a system needs chains");
@@ -917,6 +948,7 @@ fn navigate_inner(
                     }
                     // The oracle's advice applies to forks of its own loop's iterations.
                     let advice = pref.as_ref().filter(|p| cf.innermost.get(from.index()).copied().flatten() == Some(p.lp));
+                    let preferred = prefer.preferred(from, st.prev);
                     for (to, cond) in succs {
                         if dist[to.index()] == u32::MAX {
                             continue;
@@ -926,6 +958,9 @@ fn navigate_inner(
                         child.unchecked = true;
                         child.prev = Some(from);
                         child.block = to;
+                        if preferred == Some(to) {
+                            child.matched += 1;
+                        }
                         let mut dev = deviations;
                         if let Some(p) = advice {
                             let inside = cf.loops[p.lp].blocks.contains(&to);
@@ -964,7 +999,7 @@ fn navigate_inner(
                         if replay(&w) {
                             return end(DseEnd::Reached(w), stats, &solver);
                         }
-                        let differ: Vec<Bool> = w.nondet.iter().enumerate().map(|(k, v)| names.nondet(k as u64)._eq(&BV::from_u64(*v, 64)).not()).collect();
+                        let differ: Vec<Bool> = w.nondet.iter().enumerate().map(|(k, v)| names.nondet(k as u64).eq(&BV::from_u64(*v, 64)).not()).collect();
                         if differ.is_empty() {
                             incomplete.note("a path reached the target but its model did not replay");
                             break;

@@ -83,6 +83,8 @@ pub struct ChainForm {
     reducible: bool,
     /// Target and pseudo-target blocks.
     goals: BTreeSet<BlockId>,
+    /// Blocks from which no store and no call can be reached: memory stays as it is.
+    clean: Vec<bool>,
 }
 
 fn preds_of(f: &Function) -> Vec<Vec<BlockId>> {
@@ -102,7 +104,7 @@ impl ChainForm {
         let f = &program.function;
         let n = f.blocks.len();
         let goals = f.blocks.iter().filter(|b| b.target.is_some()).map(|b| b.id).collect();
-        let mut cf = ChainForm { loops: vec![], innermost: vec![None; n], by_header: HashMap::new(), dom: vec![], reducible: false, goals };
+        let mut cf = ChainForm { loops: vec![], innermost: vec![None; n], by_header: HashMap::new(), dom: vec![], reducible: false, goals, clean: vec![false; n] };
         if n == 0 || n > MAX_BLOCKS {
             return cf;
         }
@@ -153,6 +155,16 @@ impl ChainForm {
             }
         }
         cf.reducible = is_reducible(f, &all, &dom);
+        let writes = |b: &crate::ir::Block| b.insts.iter().any(|x| matches!(x.kind, InstKind::Store { .. } | InstKind::Call { .. } | InstKind::Unknown { .. }));
+        let mut dirty = vec![false; n];
+        let mut work: Vec<BlockId> = f.blocks.iter().filter(|b| writes(b)).map(|b| b.id).collect();
+        while let Some(b) = work.pop() {
+            if std::mem::replace(&mut dirty[b.index()], true) {
+                continue;
+            }
+            work.extend(preds[b.index()].iter().copied());
+        }
+        cf.clean = dirty.iter().map(|d| !d).collect();
         cf.dom = dom;
         // Innermost first: smaller bodies first.
         let mut list: Vec<(BlockId, BTreeSet<BlockId>)> = bodies.into_iter().collect();
@@ -196,7 +208,7 @@ impl ChainForm {
         for ((v, w), a) in phis.iter().zip(&alpha) {
             env.vals.insert(*v, IntV::sym(*w, a.clone()));
         }
-        let mut walk = Walk { cf: self, f, budget: MAX_PATHS, mode: Mode::Chains(i), allowed_back: BTreeSet::new(), found: vec![], counters: vec![], goal_conds: vec![] };
+        let mut walk = Walk { cf: self, f, objects: None, budget: MAX_PATHS, mode: Mode::Chains(i), allowed_back: BTreeSet::new(), found: vec![], counters: vec![], goal_conds: vec![] };
         // Start past the header's phis (they are α).
         walk.body(header, env, vec![], vec![header]);
         if walk.budget == 0 {
@@ -310,6 +322,8 @@ fn fit(t: &BV, w: u32) -> BV {
 #[derive(Clone, Default)]
 struct Env {
     vals: HashMap<ValueId, IntV>,
+    /// Pointers: object and byte offset.
+    ptrs: HashMap<ValueId, (u32, IntV)>,
 }
 
 enum Mode {
@@ -323,6 +337,8 @@ enum Mode {
 struct Walk<'a> {
     cf: &'a ChainForm,
     f: &'a Function,
+    /// The state's memory, read where no write can come between (`ChainForm::clean`).
+    objects: Option<&'a [Rc<super::state::Obj>]>,
     budget: usize,
     mode: Mode,
     allowed_back: BTreeSet<BlockId>,
@@ -337,6 +353,15 @@ struct Walk<'a> {
 
 thread_local! {
     static NEXT_COUNTER: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn fresh_byte() -> BV {
+    let k = NEXT_COUNTER.with(|c| {
+        let k = c.get();
+        c.set(k + 1);
+        k
+    });
+    BV::new_const(format!("nav.byte{k}"), 8)
 }
 
 fn fresh_counter() -> BV {
@@ -381,6 +406,7 @@ impl Walk<'_> {
                     if !phis.contains(&r) || *b != lp.header {
                         env.vals.remove(&r);
                     }
+                    env.ptrs.remove(&r);
                 }
             }
         }
@@ -478,7 +504,27 @@ impl Walk<'_> {
             if matches!(x.kind, InstKind::Phi { .. }) {
                 continue;
             }
-            let v = self.eval(&env, &x.kind, &x.ty);
+            if let InstKind::PtrOffset { base, const_offset, terms } = &x.kind {
+                let p = self.pointer(&env, base).and_then(|(obj, off)| {
+                    let mut t = off.zext(64).term().bvadd(&BV::from_u64(*const_offset as u64, 64));
+                    for (o, scale) in terms {
+                        let v = self.operand(&env, o)?;
+                        t = t.bvadd(&v.sext(64).term().bvmul(&BV::from_u64(*scale as u64, 64)));
+                    }
+                    Some((obj, IntV::sym(64, t.simplify())))
+                });
+                match p {
+                    Some(p) => env.ptrs.insert(r, p),
+                    None => env.ptrs.remove(&r),
+                };
+                env.vals.remove(&r);
+                continue;
+            }
+            env.ptrs.remove(&r);
+            let v = match &x.kind {
+                InstKind::Load { ptr } => self.load(&env, b, ptr, &x.ty),
+                other => self.eval(&env, other, &x.ty),
+            };
             match v {
                 Some(v) => env.vals.insert(r, v),
                 None => env.vals.remove(&r),
@@ -580,13 +626,91 @@ impl Walk<'_> {
                 vals.push((r, incoming.iter().find(|(p, _)| *p == prev).and_then(|(_, o)| self.operand(env, o))));
             }
         }
+        let ptrs: Vec<(ValueId, Option<(u32, IntV)>)> = self
+            .f
+            .block(b)
+            .insts
+            .iter()
+            .filter_map(|x| match (&x.kind, x.result) {
+                (InstKind::Phi { incoming }, Some(r)) => Some((r, incoming.iter().find(|(p, _)| *p == prev).and_then(|(_, o)| self.pointer(env, o)))),
+                _ => None,
+            })
+            .collect();
         for (r, v) in vals {
             match v {
                 Some(v) => env.vals.insert(r, v),
                 None => env.vals.remove(&r),
             };
         }
+        for (r, p) in ptrs {
+            match p {
+                Some(p) => env.ptrs.insert(r, p),
+                None => env.ptrs.remove(&r),
+            };
+        }
         phis
+    }
+
+    fn pointer(&self, env: &Env, op: &Operand) -> Option<(u32, IntV)> {
+        match op {
+            Operand::Value(v) => env.ptrs.get(v).cloned(),
+            _ => None,
+        }
+    }
+
+    /// A load from the state's memory, when nothing can write before it.
+    fn load(&self, env: &Env, b: BlockId, ptr: &Operand, ty: &Ty) -> Option<IntV> {
+        let objects = self.objects?;
+        if !self.cf.clean.get(b.index()).copied().unwrap_or(false) {
+            return None;
+        }
+        let w = ty.int_width().filter(|w| *w % 8 == 0 && *w <= 64)?;
+        let n = (w / 8) as u64;
+        let (obj, off) = self.pointer(env, ptr)?;
+        let o = objects.get(obj as usize)?;
+        if !o.alive {
+            return None;
+        }
+        let size = o.bytes.len() as u64;
+        let byte_terms: Vec<BV> = o
+            .bytes
+            .iter()
+            .map(|x| match x {
+                super::state::Byte::Int(v) => Some(v.term()),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let mut parts = vec![];
+        match off.as_const() {
+            Some(c) => {
+                if c.checked_add(n)? > size {
+                    return None;
+                }
+                for k in 0..n {
+                    parts.push(byte_terms[(c + k) as usize].clone());
+                }
+            }
+            None => {
+                if size > 64 || size < n {
+                    return None;
+                }
+                // Out of bounds, the byte is unknown: a fresh symbol, so nothing is claimed.
+                let o64 = off.zext(64).term();
+                for k in 0..n {
+                    let at = o64.bvadd(&BV::from_u64(k, 64));
+                    let mut v = fresh_byte();
+                    for (i, t) in byte_terms.iter().enumerate().rev() {
+                        v = at.eq(&BV::from_u64(i as u64, 64)).ite(t, &v);
+                    }
+                    parts.push(v);
+                }
+            }
+        }
+        let mut t = parts[0].clone();
+        for p in &parts[1..] {
+            t = p.concat(&t);
+        }
+        Some(IntV::sym(w, t.simplify()))
     }
 }
 
@@ -607,7 +731,12 @@ impl ChainForm {
             }
         }
         let allowed_back = self.loops.iter().enumerate().filter(|(j, l)| *j != i && l.blocks.contains(&h)).map(|(_, l)| l.header).collect();
-        let mut walk = Walk { cf: self, f, budget: MAX_PATHS, mode: Mode::Goals, allowed_back, found: vec![], counters: vec![], goal_conds: vec![] };
+        for (k, r) in st.regs.iter().enumerate() {
+            if let Some(Val::Ptr { obj, off }) = r {
+                env.ptrs.insert(ValueId(k as u32), (*obj, off.clone()));
+            }
+        }
+        let mut walk = Walk { cf: self, f, objects: Some(&st.objects), budget: MAX_PATHS, mode: Mode::Goals, allowed_back, found: vec![], counters: vec![], goal_conds: vec![] };
         let phis = walk.phis_from(h, prev, &mut env);
         let mine = walk.apply(i, &mut env, &phis);
         walk.body(h, env, vec![], vec![h]);
@@ -635,9 +764,9 @@ impl ChainForm {
 /// What the navigation oracle said at the last loop header of a state.
 struct Pref {
     lp: usize,
-    /// Blocks of the chains to run next.
+    /// Blocks of the chains advised next.
     blocks: BTreeSet<BlockId>,
-    /// No chain needs to run again: leave the loop.
+    /// Leaving the loop now is advised.
     exit: bool,
 }
 
@@ -865,6 +994,7 @@ fn navigate_inner(
                 let small: Vec<Bool> = all.iter().map(|t| t.bvule(&BV::from_u64(GUIDE_COUNT_BOUND, 64))).collect();
                 let mut query = vec![system.clone()];
                 query.extend(small);
+                let query = query;
                 let mut answer = solver.check_within(&st.pc, &query, solver_budget(limits));
                 if answer == Sat::No {
                     match solver.check_within(&st.pc, &[system], solver_budget(limits)) {
@@ -883,18 +1013,30 @@ fn navigate_inner(
                 match answer {
                     Sat::No | Sat::Unknown => pref = None,
                     Sat::Yes => {
+                        // Algorithm 2: a chain is advised when running it once more still leaves a
+                        // solution, leaving when all-zero remaining counts are one. The model
+                        // answers some of these at once; the solver the rest.
                         let model = solver.model();
                         let chains = cf.loops[i].chains.as_ref().expect("a system needs chains");
+                        let counts: Vec<u64> = counters.iter().map(|t| model.as_ref().and_then(|m| m.eval(t, true)).and_then(|v| v.as_u64()).unwrap_or(0)).collect();
                         let mut blocks = BTreeSet::new();
-                        let mut any = false;
+                        let mut exit = counts.iter().all(|&n| n == 0);
                         for (c, t) in counters.iter().enumerate() {
-                            let n = model.as_ref().and_then(|m| m.eval(t, true)).and_then(|v| v.as_u64()).unwrap_or(0);
-                            if n > 0 {
-                                any = true;
+                            let advised = counts[c] > 0 || {
+                                let mut q = query.clone();
+                                q.push(t.bvuge(&BV::from_u64(1, 64)));
+                                solver.check_within(&st.pc, &q, solver_budget(limits)) != Sat::No
+                            };
+                            if advised {
                                 blocks.extend(chains[c].iter().copied());
                             }
                         }
-                        pref = Some(Rc::new(Pref { lp: i, blocks, exit: !any }));
+                        if !exit {
+                            let mut q = query.clone();
+                            q.extend(counters.iter().map(|t| t.eq(&BV::from_u64(0, 64))));
+                            exit = solver.check_within(&st.pc, &q, solver_budget(limits)) != Sat::No;
+                        }
+                        pref = Some(Rc::new(Pref { lp: i, blocks, exit }));
                     }
                 }
             }
@@ -964,7 +1106,7 @@ fn navigate_inner(
                         let mut dev = deviations;
                         if let Some(p) = advice {
                             let inside = cf.loops[p.lp].blocks.contains(&to);
-                            if (p.exit && inside) || (!p.exit && !p.blocks.contains(&to)) {
+                            if (inside && !p.blocks.contains(&to)) || (!inside && !p.exit) {
                                 dev += 1;
                             }
                         }

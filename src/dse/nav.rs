@@ -59,6 +59,8 @@ struct Loop {
     chains: Option<Vec<BTreeSet<BlockId>>>,
     /// Closed form per header phi (absent: ⋆).
     forms: BTreeMap<ValueId, Form>,
+    /// The header's test reads no memory (a count bound, not a scan).
+    scalar_exit: bool,
 }
 
 /// How a header variable moves over the loop's remaining iterations.
@@ -177,7 +179,8 @@ impl ChainForm {
                 }
             }
             cf.by_header.insert(header, i);
-            cf.loops.push(Loop { header, blocks, chains: None, forms: BTreeMap::new() });
+            let scalar_exit = !f.block(header).insts.iter().any(|x| matches!(x.kind, InstKind::Load { .. } | InstKind::Call { .. }));
+            cf.loops.push(Loop { header, blocks, chains: None, forms: BTreeMap::new(), scalar_exit });
         }
         if cf.reducible {
             for i in 0..cf.loops.len() {
@@ -820,7 +823,9 @@ impl Frontier {
             1 => u64::MAX - slot.st.matched as u64,
             _ => slot.st.steps,
         };
-        let pri = if self.order == 2 { (Reverse(slot.st.steps as u32), Reverse(slot.deviations as u64), self.seq, self.slots.len()) } else { (Reverse(slot.deviations), Reverse(second), self.seq, self.slots.len()) };
+        let pri = if self.order == 3 {
+            (Reverse(slot.deviations), Reverse(u64::MAX - ((slot.st.matched as u64) << 32) + slot.st.steps.min(u32::MAX as u64)), self.seq, self.slots.len())
+        } else if self.order == 2 { (Reverse(slot.st.steps as u32), Reverse(slot.deviations as u64), self.seq, self.slots.len()) } else { (Reverse(slot.deviations), Reverse(second), self.seq, self.slots.len()) };
         if let Some(k) = &slot.key {
             self.waiting.insert(k.clone(), self.slots.len());
         }
@@ -906,6 +911,7 @@ fn navigate_inner(
     let names = Names::defaults(program);
     let dist = distances(program);
     let prefer = super::prefer::Preferences::new(f, &dist);
+    let exit_first = crate::priority::tune("NAV_EXIT_FIRST", 0) == 1;
     let cf = ChainForm::new(program);
     stats.loops = cf.loops.len() as u64;
     stats.chains = cf.loops.iter().map(|l| l.chains.as_ref().map_or(0, |c| c.len()) as u64).sum();
@@ -1106,7 +1112,11 @@ fn navigate_inner(
                         let mut dev = deviations;
                         if let Some(p) = advice {
                             let inside = cf.loops[p.lp].blocks.contains(&to);
-                            if (inside && !p.blocks.contains(&to)) || (!inside && !p.exit) {
+                            // As Algorithm 2: when the counts already solve the system, leave; but
+                            // a scan whose exit reads memory (a string's end) is better followed
+                            // by its preferred sides (`prefer`): leaving is always possible there.
+                            let leave_first = (exit_first || cf.loops[p.lp].scalar_exit) && p.exit;
+                            if (inside && (leave_first || !p.blocks.contains(&to))) || (!inside && !p.exit) {
                                 dev += 1;
                             }
                         }

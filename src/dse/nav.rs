@@ -340,7 +340,8 @@ enum Mode {
 struct Walk<'a> {
     cf: &'a ChainForm,
     f: &'a Function,
-    /// The state's memory, read where no write can come between (`ChainForm::clean`).
+    /// The state's memory, when no store or call can run after the state's block
+    /// (`ChainForm::clean`): then every later load reads it as it is now.
     objects: Option<&'a [Rc<super::state::Obj>]>,
     budget: usize,
     mode: Mode,
@@ -525,7 +526,7 @@ impl Walk<'_> {
             }
             env.ptrs.remove(&r);
             let v = match &x.kind {
-                InstKind::Load { ptr } => self.load(&env, b, ptr, &x.ty),
+                InstKind::Load { ptr } => self.load(&env, ptr, &x.ty),
                 other => self.eval(&env, other, &x.ty),
             };
             match v {
@@ -662,11 +663,8 @@ impl Walk<'_> {
     }
 
     /// A load from the state's memory, when nothing can write before it.
-    fn load(&self, env: &Env, b: BlockId, ptr: &Operand, ty: &Ty) -> Option<IntV> {
+    fn load(&self, env: &Env, ptr: &Operand, ty: &Ty) -> Option<IntV> {
         let objects = self.objects?;
-        if !self.cf.clean.get(b.index()).copied().unwrap_or(false) {
-            return None;
-        }
         let w = ty.int_width().filter(|w| *w % 8 == 0 && *w <= 64)?;
         let n = (w / 8) as u64;
         let (obj, off) = self.pointer(env, ptr)?;
@@ -739,7 +737,8 @@ impl ChainForm {
                 env.ptrs.insert(ValueId(k as u32), (*obj, off.clone()));
             }
         }
-        let mut walk = Walk { cf: self, f, objects: Some(&st.objects), budget: MAX_PATHS, mode: Mode::Goals, allowed_back, found: vec![], counters: vec![], goal_conds: vec![] };
+        let fixed = self.clean.get(h.index()).copied().unwrap_or(false);
+        let mut walk = Walk { cf: self, f, objects: fixed.then_some(&st.objects[..]), budget: MAX_PATHS, mode: Mode::Goals, allowed_back, found: vec![], counters: vec![], goal_conds: vec![] };
         let phis = walk.phis_from(h, prev, &mut env);
         let mine = walk.apply(i, &mut env, &phis);
         walk.body(h, env, vec![], vec![h]);

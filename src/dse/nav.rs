@@ -1186,7 +1186,8 @@ fn navigate_inner(
     }
 }
 
-/// Time a constraint-system query gets.
+/// Time a constraint-system query gets: it ends a margin before the deadline, as the path
+/// queries do (the race waits for every engine).
 fn solver_budget(limits: &DseConfig) -> u32 {
-    limits.deadline.saturating_duration_since(Instant::now()).as_millis().clamp(1, ORACLE_MS as u128) as u32
+    limits.deadline.saturating_duration_since(Instant::now()).saturating_sub(super::solver::DEADLINE_MARGIN).as_millis().clamp(1, ORACLE_MS as u128) as u32
 }

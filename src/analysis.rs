@@ -284,6 +284,7 @@ fn make_engines(
             EngineKind::Fuzz => Some(Box::new(background.fuzz.take()?)),
             EngineKind::Chc => Some(Box::new(crate::engine::chc::ChcEngine { program: program.clone() })),
             EngineKind::KInduction => Some(Box::new(crate::engine::chc::KInductionEngine { program: program.clone() })),
+            EngineKind::Nav => Some(Box::new(crate::engine::nav::NavEngine { program: program.clone(), stubbed: crate::replay::stubs::predicted(&loaded.declared_functions) })),
         }
     };
     let mut engines: Vec<Box<dyn Engine>> = config.engines.iter().filter_map(&mut make).collect();

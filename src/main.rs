@@ -151,7 +151,9 @@ struct Cli {
     /// models), dse (directed symbolic execution pruned by the APC), fuzz (libFuzzer seeded by
     /// APC models; never proves), chc (the function as Horn clauses for Z3's Spacer: proves with
     /// invariants; a counterexample's inputs are replayed), k-induction (the same clauses
-    /// unrolled as steps: proves k-inductive targets; a failing base case is replayed).
+    /// unrolled as steps: proves k-inductive targets; a failing base case is replayed), nav
+    /// (loop navigation: symbolic execution steered through loops by constraint systems over
+    /// chain counters; proves when its exploration is exhaustive; not in the default).
     /// Default: apc,dse,fuzz, with chc and k-induction joining at half the --timeout (or once
     /// the apc engine has ended without a proof)
     #[arg(help_heading = "Engines", long, value_name = "LIST")]

@@ -14,6 +14,7 @@
 
 mod exec;
 pub mod guide;
+pub mod nav;
 mod prefer;
 mod reach;
 mod solver;

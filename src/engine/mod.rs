@@ -13,6 +13,7 @@ pub mod chc;
 mod context;
 pub mod dse;
 pub mod fuzz;
+pub mod nav;
 pub mod pending;
 mod race;
 mod schedule;

@@ -22,10 +22,13 @@ pub enum EngineKind {
     Chc,
     /// k-induction over the Horn clauses' steps. Only proves.
     KInduction,
+    /// Loop navigation: symbolic execution steered through loops by chain-counter constraint
+    /// systems. Proves when its exploration is exhaustive.
+    Nav,
 }
 
 impl EngineKind {
-    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz, EngineKind::Chc, EngineKind::KInduction];
+    pub const ALL: &'static [EngineKind] = &[EngineKind::Apc, EngineKind::Dse, EngineKind::Fuzz, EngineKind::Chc, EngineKind::KInduction, EngineKind::Nav];
     /// The portfolio without `--engine`, from the start. The Horn-clause provers join it late
     /// ([`EngineKind::LATE_DEFAULT`], see [`Late`](super::Late)): their clauses are solved quickly only for
     /// small loops (seconds to never for two nested ones), and from the start, beside the others
@@ -41,6 +44,7 @@ impl EngineKind {
             EngineKind::Fuzz => "fuzz",
             EngineKind::Chc => "chc",
             EngineKind::KInduction => "k-induction",
+            EngineKind::Nav => "nav",
         }
     }
 

@@ -448,6 +448,23 @@ impl Assignment for Trial {
     }
 }
 
+/// The value trial `seed` gives a symbol `name` of `sort` (see [`model_by_trial`]): a
+/// pseudo-random assignment for sampling executions, consistent within one seed.
+pub fn trial_value(seed: u64, name: &str, sort: Sort) -> Value {
+    let mut trial = Trial { seed: seed.max(2), constants: Rc::new(vec![]) };
+    trial.value(name, sort).expect("trials give every sort a value")
+}
+
+/// splitmix64 of `x`, for callers that derive their own pseudo-random choices.
+pub fn hash64(x: u64) -> u64 {
+    mix(x)
+}
+
+/// A stable hash of a symbol's name.
+pub fn hash_name(name: &str) -> u64 {
+    name_hash(name)
+}
+
 /// Whether one of `trials` cheap concrete assignments satisfies the formula `f`: `true` proves
 /// `f` satisfiable; `false` says nothing.
 pub fn satisfiable_by_trial(pool: &ExprPool, f: ExprId, trials: u64) -> bool {

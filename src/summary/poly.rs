@@ -550,42 +550,29 @@ fn expand(pool: &ExprPool, e: ExprId, w: u32) -> Option<Poly> {
     }
 }
 
-/// An equality `a = b` of `w`-bit terms in sum-of-monomials form, `Σ c·m = Σ −c·m`, each
+/// An equality `a = b` of `w`-bit terms with each side in sum-of-monomials form, each
 /// monomial built in one canonical way: in this form the preservation of a polynomial
 /// invariant is linear in its monomials, which the solver decides with them uninterpreted.
+/// The sides are expanded apart (nothing moves across `=`), so that Z3's own
+/// sum-of-monomials simplifier shows each form equivalent to its original.
 pub fn normalised(pool: &mut ExprPool, f: ExprId) -> Option<ExprId> {
     let Expr::Cmp(crate::ir::IntPredicate::Eq, a, b) = pool.get(f).clone() else { return None };
     let Sort::Bv(w) = pool.sort(a) else { return None };
-    let d = {
-        let pa = expand(pool, a, w)?;
-        let pb = expand(pool, b, w)?;
-        let m = |v: u64| crate::expr::mask(w, v);
-        let mut d = pa;
-        for (k, v) in pb {
-            let c = d.entry(k).or_insert(0);
-            *c = m(c.wrapping_sub(v));
+    let (pa, pb) = (expand(pool, a, w)?, expand(pool, b, w)?);
+    let [l, r] = [pa, pb].map(|p| {
+        let mut terms = vec![];
+        for (k, c) in p {
+            let mut it = k.into_iter();
+            let term = it.next().map(|first| it.fold(first, |t, x| pool.bin(BvOp::Mul, t, x)));
+            terms.push(match term {
+                None => pool.bv(w, c),
+                Some(t) if c == 1 => t,
+                Some(t) => {
+                    let kk = pool.bv(w, c);
+                    pool.bin(BvOp::Mul, kk, t)
+                }
+            });
         }
-        d.retain(|_, c| *c != 0);
-        d
-    };
-    let half = 1u64 << (w - 1);
-    let mut sides: [Vec<ExprId>; 2] = [vec![], vec![]];
-    for (k, c) in d {
-        let negative = c >= half && w < 64 || (w == 64 && c >> 63 == 1);
-        let magnitude = if negative { crate::expr::mask(w, c.wrapping_neg()) } else { c };
-        let mut it = k.into_iter();
-        let term = it.next().map(|first| it.fold(first, |t, x| pool.bin(BvOp::Mul, t, x)));
-        let term = match term {
-            None => pool.bv(w, magnitude),
-            Some(t) if magnitude == 1 => t,
-            Some(t) => {
-                let kk = pool.bv(w, magnitude);
-                pool.bin(BvOp::Mul, kk, t)
-            }
-        };
-        sides[negative as usize].push(term);
-    }
-    let [l, r] = sides.map(|terms| {
         let mut it = terms.into_iter();
         let first = it.next();
         first.map(|f| it.fold(f, |acc, t| pool.bin(BvOp::Add, acc, t))).unwrap_or_else(|| pool.bv(w, 0))

@@ -40,6 +40,8 @@ enum ArrayBase {
     Const(u64),
     /// An input array: element `i` is a pseudo-random function of (seed, i), masked to `elem` bits.
     Seeded { seed: u64, elem: u32 },
+    /// Element `i` is 0 or 1, a pseudo-random function of (seed, i).
+    Coins { seed: u64 },
     /// Bytes of memory holding `value` as a little-endian 4-byte word at every multiple of 4
     /// (an `int` array whose every element is `value`).
     Words(u64),
@@ -54,6 +56,7 @@ impl ArrayValue {
             ArrayBase::Const(v) => v,
             ArrayBase::Words(value) => (value >> (8 * (i % 4))) & 0xff,
             ArrayBase::Seeded { seed, elem } => super::mask(elem, small_biased(mix(seed ^ mix(i)))),
+            ArrayBase::Coins { seed } => mix(seed ^ mix(i)) >> 63,
         }
     }
 }
@@ -453,6 +456,12 @@ impl Assignment for Trial {
 pub fn trial_value(seed: u64, name: &str, sort: Sort) -> Value {
     let mut trial = Trial { seed: seed.max(2), constants: Rc::new(vec![]) };
     trial.value(name, sort).expect("trials give every sort a value")
+}
+
+/// An array of pseudo-random zeros and ones (seeded): an input stream whose every test goes
+/// either way, to sample many paths of a loop.
+pub fn coin_array(seed: u64) -> Value {
+    Value::Array(Rc::new(ArrayValue { base: ArrayBase::Coins { seed }, writes: HashMap::new() }))
 }
 
 /// splitmix64 of `x`, for callers that derive their own pseudo-random choices.

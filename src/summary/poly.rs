@@ -172,6 +172,8 @@ fn outer(seed: u64, name: &str, sort: Sort) -> Value {
             };
             Value::Bv(crate::expr::mask(w, v as u64))
         }
+        // A third of the runs take every branch on the input stream either way.
+        Sort::Array { .. } if seed % 3 == 1 => eval::coin_array(seed),
         _ => eval::trial_value(seed, name, sort),
     }
 }

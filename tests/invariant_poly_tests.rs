@@ -116,3 +116,16 @@ fn an_array_copied_by_a_loop_equals_its_source() {
     assert_eq!(r["verdict"], "reachable", "{r:#}");
     assert_eq!(r["witness"]["replayed"], true, "{r:#}");
 }
+
+#[test]
+fn a_relation_broken_beyond_the_sampled_iterations_is_not_used() {
+    // The samples (a few dozen iterations) all satisfy x = n³; the 46th iteration breaks it, so
+    // it is not inductive and the target is reachable (a ≥ 46).
+    let src = "void f(int a) { int n = 0, x = 0, y = 1, z = 6;\n\
+               while (n < a) { if (n == 45) x = x + 1; n = n + 1; x = x + y; y = y + z; z = z + 6; }\n\
+               if (x != n * n * n) reach_error(); }";
+    let r = reach("cube_broken_late", src, "f", &["--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["replayed"], true, "{r:#}");
+    assert!(!invariants_of(&r).iter().any(|i| i.contains("n.0 · (n.0 · n.0)")), "{r:#}");
+}

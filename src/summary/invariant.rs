@@ -326,6 +326,10 @@ fn polynomial(
 ) -> Option<LoopInvariant> {
     let width_of = |k: usize| widths[movers.iter().chain(fixed).position(|&j| j == k).expect("listed")];
     let w = *widths[..movers.len()].iter().max_by_key(|&&w| movers.iter().filter(|&&k| width_of(k) == w).count())?;
+    // Flags and bits have no polynomial relations worth the sampling.
+    if w < 8 {
+        return None;
+    }
     // Wanted variables first: those are what the rules leave ⋆.
     let ordered = movers.iter().filter(|&&k| wanted[k]).chain(movers.iter().filter(|&&k| !wanted[k]));
     let mut chosen: Vec<usize> = ordered.copied().filter(|&k| width_of(k) == w).take(MAX_POLY_MOVERS).collect();

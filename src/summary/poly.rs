@@ -191,7 +191,7 @@ fn sample(pool: &ExprPool, vars: &[LoopVar], steps: &[Step], entry: &[Option<Exp
     let Some(names) = vars.iter().map(|v| symbol_name(pool, v.symbol)).collect::<Option<Vec<String>>>() else { return vec![] };
     // A value this large may wrap around within a few iterations: the relation over the
     // integers that the null space finds would not fit the wrapped samples.
-    let limit: i64 = 1i64 << (w.min(64) - 4).min(40);
+    let limit: i64 = 1i64 << w.min(64).saturating_sub(4).min(40);
     let mut rows: Vec<Vec<i64>> = vec![];
     let mut seen = std::collections::HashSet::new();
     'runs: for run in 0..RUNS {

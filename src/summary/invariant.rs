@@ -370,10 +370,14 @@ fn polynomial(
     }
     let degree: std::collections::HashMap<ExprId, u32> = candidates.iter().map(|c| (c.formula, c.degree)).collect();
     let formulas: Vec<ExprId> = candidates.iter().map(|c| c.formula).collect();
-    let kept = budget.share(0.75, |b| houdini(pool, b, formulas, assumed, steps, steps_of, POLY_MS, super::budget::Solver::Polynomial));
     let wanted_symbols: Vec<ExprId> = (0..vars.len()).filter(|&k| wanted[k]).map(|k| vars[k].symbol).collect();
-    let useful = kept.iter().any(|f| degree[f] >= 2 || crate::expr::mentions(pool, *f, &wanted_symbols));
-    if !useful {
+    let useful = |pool: &ExprPool, fs: &[ExprId]| fs.iter().any(|f| degree[f] >= 2 || crate::expr::mentions(pool, *f, &wanted_symbols));
+    // Linear relations among values the rules give anyway are worth no solver time on their own.
+    if !useful(pool, &formulas) {
+        return None;
+    }
+    let kept = budget.share(0.5, |b| houdini(pool, b, formulas, assumed, steps, steps_of, POLY_MS, super::budget::Solver::Polynomial));
+    if !useful(pool, &kept) {
         return None;
     }
     let formula = pool.and(kept.iter().copied());

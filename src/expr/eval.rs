@@ -40,6 +40,8 @@ enum ArrayBase {
     Const(u64),
     /// An input array: element `i` is a pseudo-random function of (seed, i), masked to `elem` bits.
     Seeded { seed: u64, elem: u32 },
+    /// Element `i` is 0 or 1, a pseudo-random function of (seed, i).
+    Coins { seed: u64 },
     /// Bytes of memory holding `value` as a little-endian 4-byte word at every multiple of 4
     /// (an `int` array whose every element is `value`).
     Words(u64),
@@ -54,6 +56,7 @@ impl ArrayValue {
             ArrayBase::Const(v) => v,
             ArrayBase::Words(value) => (value >> (8 * (i % 4))) & 0xff,
             ArrayBase::Seeded { seed, elem } => super::mask(elem, small_biased(mix(seed ^ mix(i)))),
+            ArrayBase::Coins { seed } => mix(seed ^ mix(i)) >> 63,
         }
     }
 }
@@ -446,6 +449,29 @@ impl Assignment for Trial {
             })),
         })
     }
+}
+
+/// The value trial `seed` gives a symbol `name` of `sort` (see [`model_by_trial`]): a
+/// pseudo-random assignment for sampling executions, consistent within one seed.
+pub fn trial_value(seed: u64, name: &str, sort: Sort) -> Value {
+    let mut trial = Trial { seed: seed.max(2), constants: Rc::new(vec![]) };
+    trial.value(name, sort).expect("trials give every sort a value")
+}
+
+/// An array of pseudo-random zeros and ones (seeded): an input stream whose every test goes
+/// either way, to sample many paths of a loop.
+pub fn coin_array(seed: u64) -> Value {
+    Value::Array(Rc::new(ArrayValue { base: ArrayBase::Coins { seed }, writes: HashMap::new() }))
+}
+
+/// splitmix64 of `x`, for callers that derive their own pseudo-random choices.
+pub fn hash64(x: u64) -> u64 {
+    mix(x)
+}
+
+/// A stable hash of a symbol's name.
+pub fn hash_name(name: &str) -> u64 {
+    name_hash(name)
 }
 
 /// Whether one of `trials` cheap concrete assignments satisfies the formula `f`: `true` proves

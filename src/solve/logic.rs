@@ -11,6 +11,9 @@ pub(super) enum SolverKind {
     Portfolio,
     /// The `smt` tactic alone: cheap to set up, for small checks (see [`check`]).
     Light,
+    /// Polynomials in sum-of-monomials form, equations solved, then `smt` (see
+    /// [`polynomial_solver`]).
+    Polynomial,
 }
 
 thread_local! {
@@ -37,6 +40,7 @@ impl SolverKind {
             (SolverKind::Portfolio, Some(logic)) => logic.solver(),
             (SolverKind::Portfolio, None) => z3::Solver::new(),
             (SolverKind::Light, _) => light_solver(),
+            (SolverKind::Polynomial, _) => polynomial_solver(),
         }
     }
 }
@@ -111,4 +115,16 @@ impl Logic {
 pub fn light_solver() -> z3::Solver {
     note_context();
     z3::Tactic::new("smt").solver()
+}
+
+/// A solver for the preservation of polynomial invariants (`x = n·n·n` kept by `x += y` given
+/// `y = 3n² + 3n + 1`): the simplifier in sum-of-monomials form, solving the equations for
+/// their variables, and once more the simplifier, reduce such a check to `0 = 0` or to a small
+/// residue; bit-blasting the products instead takes seconds.
+pub fn polynomial_solver() -> z3::Solver {
+    note_context();
+    let mut params = z3::Params::new();
+    params.set_bool("som", true);
+    let simplify = z3::Tactic::new("simplify").with(&params);
+    simplify.and_then(&z3::Tactic::new("solve-eqs")).and_then(&simplify).and_then(&z3::Tactic::new("smt")).solver()
 }

@@ -15,7 +15,7 @@ mod translate;
 mod worker;
 
 pub use horn::{check_horn, HornAnswer};
-pub use logic::{light_solver, thread_has_context, Logic};
+pub use logic::{light_solver, polynomial_solver, thread_has_context, Logic};
 pub use minimise::{least_value, BoundedSum, Probe};
 pub use race::{race, race_until, ModelExtractor, RaceEntry};
 pub use share::{set_thread_nice, set_worker_share, NICE_0_WEIGHT};
@@ -172,6 +172,11 @@ impl ModelView<'_> {
 /// checks. The APC's own queries keep the default solver, which is faster on hard instances.
 pub fn check<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, extract: impl FnOnce(&mut ModelView) -> T) -> Answer<T> {
     check_until(pool, formula, SolverKind::Light, false, Some(timeout), &|| false, extract)
+}
+
+/// [`check`] with [`polynomial_solver`]: for the preservation of polynomial invariants.
+pub fn check_polynomial<T>(pool: &ExprPool, formula: ExprId, timeout: Duration, extract: impl FnOnce(&mut ModelView) -> T) -> Answer<T> {
+    check_until(pool, formula, SolverKind::Polynomial, false, Some(timeout), &|| false, extract)
 }
 
 /// [`check`] with Z3's default solver: slower to set up, far faster on some array checks (an

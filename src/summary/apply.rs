@@ -59,7 +59,7 @@ impl ApcBuilder<'_> {
         let summary = match self.summaries.get(&key) {
             Some(s) => s.clone(),
             None => {
-                let s = Rc::new(self.summarise(loop_id, &phis, &invariant, &key_ptrs));
+                let s = Rc::new(self.summarise(loop_id, &phis, &invariant, &key_ptrs, st));
                 self.summaries.insert(key, s.clone());
                 if !self.first_summary.iter().any(|(l, _)| *l == loop_id) {
                     self.first_summary.push((loop_id, s.clone()));

@@ -15,6 +15,17 @@ pub struct CheckBudget {
     left: std::time::Duration,
 }
 
+/// Which of `solve`'s solvers a check runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Solver {
+    /// [`crate::solve::check_portfolio`].
+    Portfolio,
+    /// [`crate::solve::check`].
+    Light,
+    /// [`crate::solve::check_polynomial`].
+    Polynomial,
+}
+
 /// Concrete assignments tried before an unsat check goes to the solver.
 pub(crate) const TRIALS: u64 = 32;
 
@@ -50,16 +61,45 @@ impl CheckBudget {
         portfolio: bool,
         extract: impl FnOnce(&mut crate::solve::ModelView) -> T,
     ) -> Option<crate::solve::Outcome<T>> {
+        self.check_as(pool, f, limit_ms, if portfolio { Solver::Portfolio } else { Solver::Light }, extract)
+    }
+
+    /// [`Self::check`] with the solver `kind`.
+    pub fn check_as<T>(
+        &mut self,
+        pool: &crate::expr::ExprPool,
+        f: ExprId,
+        limit_ms: u64,
+        kind: Solver,
+        extract: impl FnOnce(&mut crate::solve::ModelView) -> T,
+    ) -> Option<crate::solve::Outcome<T>> {
         let limit = self.left.min(std::time::Duration::from_millis(limit_ms));
         if limit.is_zero() {
             return None;
         }
         let t = thread_cpu_time();
-        let answer = if portfolio { crate::solve::check_portfolio(pool, f, limit, extract) } else { crate::solve::check(pool, f, limit, extract) };
+        let answer = match kind {
+            Solver::Portfolio => crate::solve::check_portfolio(pool, f, limit, extract),
+            Solver::Light => crate::solve::check(pool, f, limit, extract),
+            Solver::Polynomial => crate::solve::check_polynomial(pool, f, limit, extract),
+        };
         let spent = thread_cpu_time().saturating_sub(t);
         self.left = self.left.saturating_sub(spent);
         tracing::trace!(cpu_seconds = spent.as_secs_f64(), unsat = matches!(answer.outcome, crate::solve::Outcome::Unsat), definite = answer.outcome.is_definite(), f = %crate::expr::Printer::new(pool).print(f), "summary check");
         Some(answer.outcome)
+    }
+
+    /// Whether `f` is unsatisfiable even with its nonlinear operations uninterpreted
+    /// ([`crate::solve::check_abstraction`]), shown within `limit_ms` and the budget.
+    pub fn unsat_abstracted(&mut self, pool: &crate::expr::ExprPool, f: ExprId, limit_ms: u64) -> bool {
+        let limit = self.left.min(std::time::Duration::from_millis(limit_ms));
+        if limit.is_zero() {
+            return false;
+        }
+        let t = thread_cpu_time();
+        let answer = crate::solve::check_abstraction(pool, f, limit);
+        self.left = self.left.saturating_sub(thread_cpu_time().saturating_sub(t));
+        matches!(answer.outcome, crate::solve::Outcome::Unsat)
     }
 
     /// Whether `f` is unsatisfiable, shown within `limit_ms` and the budget.

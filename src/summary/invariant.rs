@@ -36,6 +36,12 @@ const MAX_MOVERS: usize = 8;
 const MAX_BOUNDS: usize = 6;
 /// One Houdini query's time limit.
 const QUERY_MS: u64 = 250;
+/// The same for the polynomial candidates: nonlinear bit-vector arithmetic is slower to decide.
+const POLY_MS: u64 = 1000;
+/// Most moving and loop-invariant variables a polynomial is fitted over: the monomials of
+/// degree 3 grow with the cube of their number.
+const MAX_POLY_MOVERS: usize = 5;
+const MAX_POLY_FIXED: usize = 2;
 /// The time limit of a query about one candidate, when the query about all was too hard.
 const SINGLE_MS: u64 = 100;
 /// The same for an array fact: Z3 4.8 takes 0.3 s for the preservation of `∀j < i: a[j] ≤ m`.
@@ -124,9 +130,13 @@ pub struct Step<'a> {
 /// Infers the invariants of a loop whose variables are `vars`, iterated by `steps` (every feasible
 /// iteration backbone: the enumeration must be complete). `wanted[k]`: variable k is ⋆ after the
 /// loop, so invariants mentioning it are worth having; no other invariant is returned.
-pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopVar], steps: &[Step], wanted: &[bool]) -> Invariants {
+///
+/// `entry[k]`: variable k's value at the entry where the loop is first summarised (over the
+/// enclosing function's symbols), from which polynomial candidates are sampled; they are
+/// conditional facts, so a summary reused at another entry stays sound.
+pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopVar], steps: &[Step], wanted: &[bool], entry: &[Option<ExprId>]) -> Invariants {
     let mut out = Invariants::default();
-    if steps.is_empty() || !wanted.iter().any(|&w| w) {
+    if steps.is_empty() {
         return out;
     }
     // Quantified tests (inner loops' looping conditions) leave the premises: the checks are then
@@ -145,15 +155,30 @@ pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopV
         .filter(|&k| steps.iter().any(|s| s.values[k] != Some(vars[k].symbol)))
         .take(MAX_MOVERS)
         .collect();
-    if !movers.iter().any(|&k| wanted[k]) {
-        return out;
-    }
     let fixed: Vec<usize> = (0..vars.len())
         .filter(|&k| int_width(pool, k).is_some() && defined(k) && !movers.contains(&k))
         .filter(|&k| steps.iter().all(|s| s.values[k] == Some(vars[k].symbol)))
         .take(MAX_BOUNDS)
         .collect();
     let width = |pool: &ExprPool, k: usize| int_width(pool, k).expect("integer variable");
+    let steps_of: Vec<Substitution> = steps
+        .iter()
+        .map(|s| {
+            let mut step = Substitution::new();
+            for &k in movers.iter().chain(&fixed) {
+                step.insert(vars[k].symbol, s.values[k].expect("defined"));
+            }
+            step
+        })
+        .collect();
+    if !movers.iter().any(|&k| wanted[k]) {
+        // Nothing is ⋆, but a polynomial relation among the closed forms (cubic in the counter,
+        // with shifts) is still far easier for the solver than the closed forms themselves.
+        let widths: Vec<u32> = movers.iter().chain(&fixed).map(|&k| width(pool, k)).collect();
+        out.facts.extend(polynomial(pool, budget, vars, steps, &steps_of, &movers, &fixed, &widths, entry, &[], wanted));
+        out.show(pool, vars);
+        return out;
+    }
 
     // Entry copies x⁰ of the movers.
     let mut entry_of = std::collections::HashMap::new();
@@ -212,17 +237,7 @@ pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopV
         }
     }
     let relational = dedup(pool, relational);
-    let steps_of: Vec<Substitution> = steps
-        .iter()
-        .map(|s| {
-            let mut step = Substitution::new();
-            for &k in movers.iter().chain(&fixed) {
-                step.insert(vars[k].symbol, s.values[k].expect("defined"));
-            }
-            step
-        })
-        .collect();
-    let proved = houdini(pool, budget, relational, &[], steps, &steps_of);
+    let proved = houdini(pool, budget, relational, &[], steps, &steps_of, QUERY_MS, super::budget::Solver::Light);
 
     // Facts about every element read so far; relational (an empty range at the entry). Before
     // the conditional ones, which are many and cheap: these are few and worth more.
@@ -270,6 +285,9 @@ pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopV
     // At most half of what is left: the bounds are many, and may all fail.
     let kept = budget.share(0.5, |b| each_preserved(pool, b, conditional, &proved, steps, &steps_of));
 
+    let widths: Vec<u32> = movers.iter().chain(&fixed).map(|&k| width(pool, k)).collect();
+    let poly = polynomial(pool, budget, vars, steps, &steps_of, &movers, &fixed, &widths, entry, &proved, wanted);
+
     let wanted_symbols: Vec<ExprId> = (0..vars.len()).filter(|&k| wanted[k]).map(|k| vars[k].symbol).collect();
     let mut proved = proved;
     proved.extend(read);
@@ -281,9 +299,90 @@ pub fn infer(pool: &mut ExprPool, budget: &mut super::CheckBudget, vars: &[LoopV
             }
         }
     }
+    out.facts.extend(poly);
     out.entry.retain(|&(e, _)| out.facts.iter().any(|f| crate::expr::mentions(pool, f.formula, &[e])));
     out.show(pool, vars);
     out
+}
+
+/// Polynomial equalities among the movers and fixed values of the most common width
+/// ([`super::poly`]), kept as one conditional fact: the largest subset that is inductive as a
+/// whole (with `assumed`), since such relations lean on each other (`x = n³` is kept because
+/// `y = 3n² + 3n + 1` is). Only when it says something the rules do not: a nonlinear relation
+/// or one about a wanted variable.
+#[allow(clippy::too_many_arguments)]
+fn polynomial(
+    pool: &mut ExprPool,
+    budget: &mut super::CheckBudget,
+    vars: &[LoopVar],
+    steps: &[Step],
+    steps_of: &[Substitution],
+    movers: &[usize],
+    fixed: &[usize],
+    widths: &[u32],
+    entry: &[Option<ExprId>],
+    assumed: &[ExprId],
+    wanted: &[bool],
+) -> Option<LoopInvariant> {
+    let width_of = |k: usize| widths[movers.iter().chain(fixed).position(|&j| j == k).expect("listed")];
+    let w = *widths[..movers.len()].iter().max_by_key(|&&w| movers.iter().filter(|&&k| width_of(k) == w).count())?;
+    // Flags and bits have no polynomial relations worth the sampling.
+    if w < 8 {
+        return None;
+    }
+    // Wanted variables first: those are what the rules leave ⋆.
+    let ordered = movers.iter().filter(|&&k| wanted[k]).chain(movers.iter().filter(|&&k| !wanted[k]));
+    let mut chosen: Vec<usize> = ordered.copied().filter(|&k| width_of(k) == w).take(MAX_POLY_MOVERS).collect();
+    let fixed_w: Vec<usize> = fixed.iter().copied().filter(|&k| width_of(k) == w).take(MAX_POLY_FIXED).collect();
+    if chosen.is_empty() || chosen.len() + fixed_w.len() < 2 {
+        return None;
+    }
+    // Independent first: the loop-invariant values, then counters (moved by a constant on
+    // every iteration), then the others, wanted ones last.
+    let counter = |pool: &mut ExprPool, k: usize| {
+        steps.iter().all(|s| {
+            let v = s.values[k].expect("defined");
+            v == vars[k].symbol || super::rules::increment(pool, vars[k].symbol, v).is_some_and(|d| pool.as_const(d).is_some())
+        })
+    };
+    let counters: Vec<usize> = chosen.iter().copied().filter(|&k| counter(pool, k)).collect();
+    // The counter of the smallest step first (`n += 1` before `z += 6`): the others are then
+    // expressed in it with integer coefficients.
+    let step_size = |pool: &mut ExprPool, k: usize| {
+        let s = steps.iter().find_map(|s| s.values[k].filter(|&v| v != vars[k].symbol))?;
+        let d = super::rules::increment(pool, vars[k].symbol, s)?;
+        Some(crate::expr::to_signed(w, pool.as_const(d)?).unsigned_abs())
+    };
+    let sizes: Vec<u64> = counters.iter().map(|&k| step_size(pool, k).unwrap_or(u64::MAX)).collect();
+    let mut order: Vec<usize> = (0..counters.len()).collect();
+    order.sort_by_key(|&i| sizes[i]);
+    let counters: Vec<usize> = order.into_iter().map(|i| counters[i]).collect();
+    chosen.retain(|k| !counters.contains(k));
+    chosen.sort_by_key(|&k| wanted[k]);
+    let independent = fixed_w.len() + counters.len();
+    let chosen: Vec<usize> = fixed_w.into_iter().chain(counters).chain(chosen).collect();
+    let candidates = super::poly::candidates(pool, vars, steps, entry, &chosen, independent, w);
+    if candidates.is_empty() {
+        return None;
+    }
+    for c in &candidates {
+        tracing::trace!(candidate = %Printer::new(pool).print(c.formula), "polynomial candidate");
+    }
+    let degree: std::collections::HashMap<ExprId, u32> = candidates.iter().map(|c| (c.formula, c.degree)).collect();
+    let formulas: Vec<ExprId> = candidates.iter().map(|c| c.formula).collect();
+    let wanted_symbols: Vec<ExprId> = (0..vars.len()).filter(|&k| wanted[k]).map(|k| vars[k].symbol).collect();
+    let useful = |pool: &ExprPool, fs: &[ExprId]| fs.iter().any(|f| degree[f] >= 2 || crate::expr::mentions(pool, *f, &wanted_symbols));
+    // Linear relations among values the rules give anyway are worth no solver time on their own.
+    if !useful(pool, &formulas) {
+        return None;
+    }
+    let kept = budget.share(0.5, |b| houdini(pool, b, formulas, assumed, steps, steps_of, POLY_MS, super::budget::Solver::Polynomial));
+    if !useful(pool, &kept) {
+        return None;
+    }
+    let formula = pool.and(kept.iter().copied());
+    debug!(invariant = %Printer::new(pool).print(formula), "polynomial loop invariant proved");
+    Some(LoopInvariant { formula, conditional: true })
 }
 
 /// Whether comparison `c` holds of every value (`x ≥ᵤ 0`, `x ≤ 127` in 8 bits, ...): no use as
@@ -412,7 +511,7 @@ fn collect_constants(pool: &ExprPool, e: ExprId, out: &mut Vec<(u32, u64)>) {
 
 /// The largest subset of `candidates` that, with `assumed` (already inductive), is preserved by
 /// every step: Houdini, one query per step and counterexample.
-fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates: Vec<ExprId>, assumed: &[ExprId], steps: &[Step], steps_of: &[Substitution]) -> Vec<ExprId> {
+fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates: Vec<ExprId>, assumed: &[ExprId], steps: &[Step], steps_of: &[Substitution], limit_ms: u64, solver: super::budget::Solver) -> Vec<ExprId> {
     loop {
         let mut changed = false;
         for (s, step) in steps.iter().zip(steps_of) {
@@ -426,9 +525,12 @@ fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates:
             let query = pool.and([pre, broken]);
             let t = std::time::Instant::now();
             // A concrete counterexample first (most candidates break at once): no solver.
-            let answer = match by_trial(pool, query, &posts) {
+            let trial = by_trial(pool, query, &posts);
+            let polynomial = solver == super::budget::Solver::Polynomial;
+            let answer = match trial {
                 Some(holds) => Some(Outcome::Sat(holds)),
-                None => budget.check(pool, query, QUERY_MS, false, |m| posts.iter().map(|&p| m.eval(p) == Some(1)).collect::<Vec<bool>>()),
+                None if polynomial && preserved_linearly(pool, budget, &candidates, &posts, assumed, s.tests) => Some(Outcome::Unsat),
+                None => budget.check_as(pool, query, limit_ms, solver, |m| posts.iter().map(|&p| m.eval(p) == Some(1)).collect::<Vec<bool>>()),
             };
             tracing::trace!(candidates = candidates.len(), ms = t.elapsed().as_millis() as u64, sat = matches!(answer, Some(Outcome::Sat(_))), "houdini query");
             match answer {
@@ -453,6 +555,31 @@ fn houdini(pool: &mut ExprPool, budget: &mut super::CheckBudget, mut candidates:
             return candidates;
         }
     }
+}
+
+/// Whether the polynomial `candidates` are preserved (`posts`: after the step), shown in their
+/// sum-of-monomials forms ([`super::poly::normalised`]) with the monomials uninterpreted: then
+/// the check is linear. Z3 confirms each form equivalent to its formula first, so the
+/// conclusion is Z3's on the bit-vectors throughout.
+fn preserved_linearly(pool: &mut ExprPool, budget: &mut super::CheckBudget, candidates: &[ExprId], posts: &[ExprId], assumed: &[ExprId], tests: &[ExprId]) -> bool {
+    let mut forms = vec![];
+    for &f in candidates.iter().chain(posts) {
+        let Some(g) = super::poly::normalised(pool, f) else { return false };
+        if f != g {
+            let same = pool.eq(f, g);
+            let differ = pool.not(same);
+            if !matches!(budget.check_as(pool, differ, SINGLE_MS, super::budget::Solver::Polynomial, |_| ()), Some(Outcome::Unsat)) {
+                return false;
+            }
+        }
+        forms.push(g);
+    }
+    let (now, next) = forms.split_at(candidates.len());
+    let pre = pool.and(assumed.iter().chain(tests).chain(now).copied());
+    let all = pool.and(next.iter().copied());
+    let broken = pool.not(all);
+    let query = pool.and([pre, broken]);
+    budget.unsat_abstracted(pool, query, QUERY_MS)
 }
 
 /// The values of `parts` under a concrete assignment that satisfies `query`, when trying a few
@@ -553,7 +680,7 @@ mod tests {
     fn infer_all(pool: &mut ExprPool, vars: &[LoopVar], steps: &[Step]) -> Vec<String> {
         let wanted = vec![true; vars.len()];
         let mut budget = super::super::CheckBudget::with(Duration::from_secs(5));
-        infer(pool, &mut budget, vars, steps, &wanted).describe()
+        infer(pool, &mut budget, vars, steps, &wanted, &vec![None; vars.len()]).describe()
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod counts;
 mod fill;
 pub mod invariant;
 mod monotone;
+mod poly;
 mod rules;
 mod summarise;
 mod writes;

@@ -12,7 +12,9 @@ use tracing::debug;
 
 impl ApcBuilder<'_> {
     /// processLoop: θ^κ and φ^κ of the loop, over symbols for the values at its entry.
-    pub(super) fn summarise(&mut self, loop_id: LoopId, phis: &[ValueId], invariant: &[ValueId], ptrs: &[(ValueId, PtrBinding)]) -> LoopSummary {
+    /// `at_entry`: the state at the entry being summarised for, from which polynomial
+    /// invariants are sampled (the summary itself does not depend on it).
+    pub(super) fn summarise(&mut self, loop_id: LoopId, phis: &[ValueId], invariant: &[ValueId], ptrs: &[(ValueId, PtrBinding)], at_entry: &State) -> LoopSummary {
         let f = &self.program.function;
         let l = self.structure.get(loop_id);
         // Loop variables and the initial state θ_I of an iteration.
@@ -177,9 +179,19 @@ impl ApcBuilder<'_> {
         } else {
             let steps: Vec<invariant::Step> =
                 iteration_tests.iter().zip(&raw_thetas).map(|((tests, _), values)| invariant::Step { tests, values: values.clone() }).collect();
+            let entry: Vec<Option<ExprId>> = vars
+                .iter()
+                .map(|v| match &v.var {
+                    Var::Value(x) => match at_entry.values.get(x) {
+                        Some(SymVal::Int(e)) if !self.pool.is_star(*e) => Some(*e),
+                        _ => None,
+                    },
+                    _ => None,
+                })
+                .collect();
             // Three quarters of what is left per loop: an inner loop does not starve the outer one.
             let pool = &mut self.pool;
-            self.invariant_budget.share(0.75, |b| invariant::infer(pool, b, &vars, &steps, &wanted))
+            self.invariant_budget.share(0.75, |b| invariant::infer(pool, b, &vars, &steps, &wanted, &entry))
         };
         // φ^κ = ∧_i ∀τ_i (τ_i < κ_i → ∃τ⃗_i (τ⃗_i ≤ κ⃗_i ∧ θ^κ⟨apc_i⟩[κ⃗/τ⃗])).
         let taus: Vec<ExprId> = counters

@@ -8,31 +8,10 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-const HEADER: &str = "extern void reach_error(void);\n\
-                      extern int __VERIFIER_nondet_int(void);\n\
-                      extern unsigned __VERIFIER_nondet_uint(void);\n";
+const HEADER: &str = VERIFIER_HEADER;
 
 fn reach(name: &str, src: &str, function: &str, extra: &[&str]) -> Value {
     common::reach(name, &format!("{HEADER}{src}"), function, extra)
-}
-
-/// Every loop's invariants, as the JSON report lists them.
-fn invariants_of(r: &Value) -> Vec<String> {
-    let loops = r["loops"].as_array().expect("loops");
-    loops.iter().filter(|l| !l["invariants"].is_null()).flat_map(|l| strings(&l["invariants"])).collect()
-}
-
-/// The unreachable program is proven by the APC with invariants (listed under its loop, each
-/// containing `shown`); the twin is reachable and replayed.
-fn proven_and_twin(name: &str, unreachable: &str, twin: &str, shown: &str) {
-    let r = reach(name, unreachable, "f", &["--engine", "apc", "--timeout", "30"]);
-    assert_eq!(r["verdict"], "unreachable", "{r:#}");
-    assert!(r["reason"].as_str().unwrap().contains("loop invariant"), "{r:#}");
-    let invariants = invariants_of(&r);
-    assert!(invariants.iter().any(|i| i.contains(shown)), "an invariant with `{shown}` among {invariants:?}");
-    let r = reach(&format!("{name}_twin"), twin, "f", &["--timeout", "20"]);
-    assert_eq!(r["verdict"], "reachable", "{r:#}");
-    assert_eq!(r["witness"]["replayed"], true, "{r:#}");
 }
 
 #[test]

@@ -177,3 +177,27 @@ pub fn assert_reachable(r: &Value) {
 pub fn input<'a>(r: &'a Value, name: &str) -> &'a Value {
     r["witness"]["inputs"].as_array().and_then(|a| a.iter().find(|i| i["name"] == name)).unwrap_or_else(|| panic!("no input '{name}': {r:#}"))
 }
+
+/// The declarations the loop-invariant tests' programs rely on.
+pub const VERIFIER_HEADER: &str = "extern void reach_error(void);\n\
+                                   extern int __VERIFIER_nondet_int(void);\n\
+                                   extern unsigned __VERIFIER_nondet_uint(void);\n";
+
+/// Every loop's invariants, as the JSON report lists them.
+pub fn invariants_of(r: &Value) -> Vec<String> {
+    let loops = r["loops"].as_array().expect("loops");
+    loops.iter().filter(|l| !l["invariants"].is_null()).flat_map(|l| strings(&l["invariants"])).collect()
+}
+
+/// The unreachable program (after [`VERIFIER_HEADER`]) is proven by the APC with invariants
+/// (listed under its loop, one containing `shown`); the twin is reachable and replayed.
+pub fn proven_and_twin(name: &str, unreachable: &str, twin: &str, shown: &str) {
+    let r = reach(name, &format!("{VERIFIER_HEADER}{unreachable}"), "f", &["--engine", "apc", "--timeout", "30"]);
+    assert_eq!(r["verdict"], "unreachable", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("loop invariant"), "{r:#}");
+    let invariants = invariants_of(&r);
+    assert!(invariants.iter().any(|i| i.contains(shown)), "an invariant with `{shown}` among {invariants:?}");
+    let r = reach(&format!("{name}_twin"), &format!("{VERIFIER_HEADER}{twin}"), "f", &["--timeout", "20"]);
+    assert_eq!(r["verdict"], "reachable", "{r:#}");
+    assert_eq!(r["witness"]["replayed"], true, "{r:#}");
+}

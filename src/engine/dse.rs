@@ -33,21 +33,8 @@ impl Engine for DseEngine {
     }
 
     fn run(self: Box<Self>, cx: &Context) -> EngineResult {
-        let reached: Mutex<Option<(Witness, RunOutcome)>> = Mutex::new(None);
-        let last_miss: Mutex<Option<(Witness, RunOutcome)>> = Mutex::new(None);
-        let replay = |w: &Witness| -> bool {
-            match cx.replay(w) {
-                Ok(Some(run)) if run.reached.is_some() => {
-                    *reached.lock().unwrap_or_else(|e| e.into_inner()) = Some((w.clone(), run));
-                    true
-                }
-                Ok(Some(run)) => {
-                    *last_miss.lock().unwrap_or_else(|e| e.into_inner()) = Some((w.clone(), run));
-                    false
-                }
-                _ => false,
-            }
-        };
+        let replays = Replays::default();
+        let replay = |w: &Witness| replays.try_witness(cx, w);
         // The guide comes with the APC; a build that takes long (a large function's many loop
         // summaries) is not waited for: the search starts without it.
         let guide = match self.guide.take_within(cx, (cx.left() / 4).min(GUIDE_WAIT)) {
@@ -69,20 +56,7 @@ impl Engine for DseEngine {
         tracing::debug!(waited = ?waiting.elapsed(), "dse: the quick check is done");
         let limits = DseConfig { stubbed: self.stubbed.iter().cloned().collect(), ..DseConfig::new(cx.deadline) };
         let (end, stats) = dse::search(&self.program, guide.as_ref(), &limits, &cx.cancel, &replay);
-        let finding = match end {
-            DseEnd::Reached(_) => match reached.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                Some((witness, run)) => {
-                    let report = WitnessReport::replayed(&witness, &run, stats.models_tried as u32, Default::default());
-                    Finding::Reached { witness, run, report }
-                }
-                None => Finding::Unknown("the search reported a witness that no replay confirmed".into()),
-            },
-            DseEnd::Exhausted => Finding::Unreachable("directed symbolic execution explored every path exactly, without pruning or bounds".into()),
-            DseEnd::GaveUp(why) => Finding::Unknown(why),
-            DseEnd::NoReplayableWitness(why) => Finding::NoWitness(why),
-        };
-        let mut out = EngineResult::new(finding);
-        out.attempt = last_miss.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(w, run)| WitnessReport::replayed(&w, &run, stats.models_tried as u32, Default::default()));
+        let mut out = replays.conclude(end, stats.models_tried, "the search", "directed symbolic execution explored every path exactly, without pruning or bounds");
         for (k, v) in [
             ("states_explored", stats.states_explored),
             ("states_pruned_by_apc", stats.states_pruned_by_apc),
@@ -94,6 +68,51 @@ impl Engine for DseEngine {
             out.stats.insert(k.into(), v);
         }
         out.timings.insert("dse_apc_checks".into(), stats.apc_check_seconds);
+        out
+    }
+}
+
+/// The native replays of a symbolic search's witnesses: the first that entered the target, and
+/// the last that did not (the report's attempt when nothing did).
+#[derive(Default)]
+pub(super) struct Replays {
+    reached: Mutex<Option<(Witness, RunOutcome)>>,
+    last_miss: Mutex<Option<(Witness, RunOutcome)>>,
+}
+
+impl Replays {
+    /// Replays `w`; whether the run entered the target.
+    pub(super) fn try_witness(&self, cx: &Context, w: &Witness) -> bool {
+        match cx.replay(w) {
+            Ok(Some(run)) if run.reached.is_some() => {
+                *self.reached.lock().unwrap_or_else(|e| e.into_inner()) = Some((w.clone(), run));
+                true
+            }
+            Ok(Some(run)) => {
+                *self.last_miss.lock().unwrap_or_else(|e| e.into_inner()) = Some((w.clone(), run));
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// The engine's result from how the search ended (`who` searched; `exhausted` is the
+    /// proof's reason when it explored everything).
+    pub(super) fn conclude(self, end: DseEnd, models_tried: u64, who: &str, exhausted: &str) -> EngineResult {
+        let finding = match end {
+            DseEnd::Reached(_) => match self.reached.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some((witness, run)) => {
+                    let report = WitnessReport::replayed(&witness, &run, models_tried as u32, Default::default());
+                    Finding::Reached { witness, run, report }
+                }
+                None => Finding::Unknown(format!("{who} reported a witness that no replay confirmed")),
+            },
+            DseEnd::Exhausted => Finding::Unreachable(exhausted.into()),
+            DseEnd::GaveUp(why) => Finding::Unknown(why),
+            DseEnd::NoReplayableWitness(why) => Finding::NoWitness(why),
+        };
+        let mut out = EngineResult::new(finding);
+        out.attempt = self.last_miss.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(w, run)| WitnessReport::replayed(&w, &run, models_tried as u32, Default::default()));
         out
     }
 }

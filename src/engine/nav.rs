@@ -2,13 +2,11 @@
 //! loops by constraint systems over chain counters. A path it completes to the target is
 //! replayed natively; it proves unreachability only when it explored every state exactly.
 
-use super::{Context, Engine, EngineKind, EngineResult, Finding};
-use crate::dse::{nav, DseConfig, DseEnd};
+use super::{Context, Engine, EngineKind, EngineResult};
+use crate::dse::{nav, DseConfig};
 use crate::ir::Program;
-use crate::replay::RunOutcome;
-use crate::report::WitnessReport;
 use crate::witness::Witness;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub struct NavEngine {
     pub program: Arc<Program>,
@@ -22,37 +20,11 @@ impl Engine for NavEngine {
     }
 
     fn run(self: Box<Self>, cx: &Context) -> EngineResult {
-        let reached: Mutex<Option<(Witness, RunOutcome)>> = Mutex::new(None);
-        let last_miss: Mutex<Option<(Witness, RunOutcome)>> = Mutex::new(None);
-        let replay = |w: &Witness| -> bool {
-            match cx.replay(w) {
-                Ok(Some(run)) if run.reached.is_some() => {
-                    *reached.lock().unwrap_or_else(|e| e.into_inner()) = Some((w.clone(), run));
-                    true
-                }
-                Ok(Some(run)) => {
-                    *last_miss.lock().unwrap_or_else(|e| e.into_inner()) = Some((w.clone(), run));
-                    false
-                }
-                _ => false,
-            }
-        };
+        let replays = super::dse::Replays::default();
+        let replay = |w: &Witness| replays.try_witness(cx, w);
         let limits = DseConfig { stubbed: self.stubbed.iter().cloned().collect(), ..DseConfig::new(cx.deadline) };
         let (end, stats) = nav::navigate(&self.program, &limits, &cx.cancel, &replay);
-        let finding = match end {
-            DseEnd::Reached(_) => match reached.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                Some((witness, run)) => {
-                    let report = WitnessReport::replayed(&witness, &run, stats.models_tried as u32, Default::default());
-                    Finding::Reached { witness, run, report }
-                }
-                None => Finding::Unknown("the navigation reported a witness that no replay confirmed".into()),
-            },
-            DseEnd::Exhausted => Finding::Unreachable("loop navigation explored every state exactly (merged at loop headers, pruned only by necessary constraint systems)".into()),
-            DseEnd::GaveUp(why) => Finding::Unknown(why),
-            DseEnd::NoReplayableWitness(why) => Finding::NoWitness(why),
-        };
-        let mut out = EngineResult::new(finding);
-        out.attempt = last_miss.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(w, run)| WitnessReport::replayed(&w, &run, stats.models_tried as u32, Default::default()));
+        let mut out = replays.conclude(end, stats.models_tried, "the navigation", "loop navigation explored every state exactly (merged at loop headers, pruned only by necessary constraint systems)");
         for (k, v) in [
             ("loops", stats.loops),
             ("chains", stats.chains),

@@ -483,8 +483,12 @@ impl ApcSearch {
                 strengthened(invariants)
             )));
         }
-        // No quick proof, or no complete APC to prove with: the other provers start now.
-        cx.want_provers(!apc.complete);
+        // No complete APC to prove with: the other provers start now. (After a mere miss of
+        // the quick check they keep their late start: most such targets are reached, and
+        // cancelling a prover started for nothing is not free.)
+        if !apc.complete {
+            cx.want_provers(true);
+        }
         // An APC that alternates quantifiers leaves the first moments to the searches (see
         // `APC_YIELD`).
         if alternating {

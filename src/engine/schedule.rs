@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// A prover that joins the race late, at `LATE_NICE`: once half of the budget is gone
-/// (`start_at`), or at once when the apc engine ended without a proof (or does not run), its
-/// APC is incomplete, or its quick proof attempt failed (`Context::want_provers`).
+/// (`start_at`), or at once when the apc engine ended without a proof (or does not run) or its
+/// APC is incomplete (`Context::want_provers`).
 /// The default portfolio's Horn-clause provers (`chc`, `k-induction`): alone they decide
 /// targets in seconds that the others do not, but on `c-benchmarks/` and the differential cases
 /// they decide nothing the three engines do not, and from the start they would take CPU from
